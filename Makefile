@@ -1,0 +1,67 @@
+# Steady Queue developer commands. Run `make help` for the list.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+VENV ?= .venv
+VENV_DJANGO52 ?= .venv-django52
+DJANGO52 ?= Django>=5.2,<5.3
+# Database for `make test`: sqlite, postgres or mysql.
+DB ?= sqlite
+# Extra pytest arguments, e.g. make test ARGS="-x tests/test_enqueue.py".
+ARGS ?=
+# pytest-xdist processes: a number, auto (one per CPU), or 0 to run in a single process.
+# Most of the suite waits on subprocesses and browsers, so two run well on two cores.
+JOBS ?= auto
+PORT ?= 8000
+
+.PHONY: help demo test test-django52 lint format system-deps check-db bench bench-smoke
+
+help:
+	@echo "make demo                  set up and run the demo site with a worker (http://127.0.0.1:$(PORT)/)"
+	@echo "make test [DB=sqlite|postgres|mysql] [ARGS=...] [JOBS=auto|N|0]"
+	@echo "                           install what the tests need and run the whole suite"
+	@echo "make test-django52         run the suite on Django 5.2 with the django-tasks backport (SQLite)"
+	@echo "make lint                  ruff check and ruff format --check"
+	@echo "make format                ruff format and ruff check --fix"
+	@echo "make bench [DB=...] [ARGS=...]  benchmark against django-tasks-db (bench/README.md)"
+	@echo "make bench-smoke [DB=...]  the benchmark's tiny version (N=200), as CI runs it"
+
+demo:
+	scripts/ensure-venv $(VENV) demo
+	$(VENV)/bin/python demo_site/run_demo.py --port $(PORT)
+
+test: check-db system-deps
+	scripts/ensure-venv $(VENV) test
+	SQ_TEST_DB=$(DB) $(VENV)/bin/python -m pytest -n $(JOBS) $(ARGS)
+
+test-django52: system-deps
+	scripts/ensure-venv $(VENV_DJANGO52) test '$(DJANGO52)'
+	$(VENV_DJANGO52)/bin/python -c 'import django, django_tasks; print(f"Django {django.get_version()} with the django-tasks backport")'
+	SQ_TEST_DB=sqlite $(VENV_DJANGO52)/bin/python -m pytest -n $(JOBS) $(ARGS)
+
+lint: system-deps
+	scripts/ensure-venv $(VENV) dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: system-deps
+	scripts/ensure-venv $(VENV) dev
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: check-db system-deps
+	scripts/ensure-venv $(VENV) bench
+	$(VENV)/bin/python bench/run.py --db $(DB) $(ARGS)
+
+bench-smoke: check-db system-deps
+	scripts/ensure-venv $(VENV) bench
+	$(VENV)/bin/python bench/run.py --db $(DB) --smoke
+
+system-deps:
+	scripts/install-system-deps
+
+check-db:
+	@case "$(DB)" in sqlite|postgres|mysql) ;; \
+	  *) echo "DB must be sqlite, postgres or mysql, not '$(DB)'" >&2; exit 2 ;; esac

@@ -1,0 +1,342 @@
+"""The measurements: enqueue rates, statements per job, drain rates, pickup latency.
+
+Steady Queue runs as the real ``manage.py steady_queue`` and django-tasks-db as its
+real ``manage.py db_worker``, against the same database, one after the other.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from unittest import mock
+
+from django.db import connection
+from django.db.models import Max, Min
+from django.test.utils import CaptureQueriesContext
+from django.utils.dateparse import parse_datetime
+
+from bench import database, processes, system
+from bench.tasks import noop, noop_dtdb
+from steady_queue.backend import enqueue_all
+from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
+from steady_queue.perform import perform
+
+
+@dataclass
+class Plan:
+    """What to measure, and how much: ``full()`` for the README, ``smoke()`` for CI."""
+
+    jobs: int
+    dtdb_jobs: int
+    repeat: int
+    single_jobs: int
+    bulk_batch: int
+    finished: int
+    latency_samples: int
+    configs: list[str]
+    dtdb_processes: list[int] = field(default_factory=lambda: [1, 2])
+    dtdb_interval: float = 0.1
+    deadline: float = 900.0
+
+    @classmethod
+    def smoke(cls) -> Plan:
+        return cls(
+            jobs=200,
+            dtdb_jobs=200,
+            repeat=1,
+            single_jobs=200,
+            bulk_batch=200,
+            finished=2_000,
+            latency_samples=5,
+            configs=["1x3", "2x5"],
+            deadline=120.0,
+        )
+
+    @classmethod
+    def full(cls, options) -> Plan:
+        return cls(
+            jobs=options.jobs,
+            dtdb_jobs=min(options.jobs, options.dtdb_jobs),
+            repeat=max(3, options.repeat),
+            single_jobs=2_000,
+            bulk_batch=options.bulk_batch,
+            finished=options.finished,
+            latency_samples=options.latency_samples,
+            configs=options.configs.split(","),
+        )
+
+
+@dataclass
+class Report:
+    plan: Plan
+    rows: list[tuple[str, str, str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    machine: str = ""
+    loads: list[float] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+
+    def add(self, name: str, ours: float, theirs: float | None, unit: str, higher_is_better=True):
+        ratio = ""
+        if theirs:
+            ratio = f"{ours / theirs:.1f}x" if higher_is_better else f"{theirs / ours:.1f}x lower"
+        them = f"{theirs:,.1f} {unit}" if theirs is not None else ""
+        self.rows.append((name, f"{ours:,.1f} {unit}", them, ratio))
+
+    def median(self, name: str, measure: Callable[[], float]) -> float:
+        """Run ``measure`` ``plan.repeat`` times; keep every run, return the median."""
+        runs = [measure() for _ in range(self.plan.repeat)]
+        self.runs.append(f"{name}: {', '.join(f'{run:,.1f}' for run in runs)}")
+        return statistics.median(runs)
+
+    def __str__(self) -> str:
+        loads = ", ".join(f"{load:.2f}" for load in self.loads)
+        head = (
+            f"\nSteady Queue vs django-tasks-db on {self.machine}\n"
+            f"medians of {self.plan.repeat} run(s); 1-minute load average during the run: "
+            f"{loads}\n\n"
+            "| measure | steady_queue | django-tasks-db | ratio |\n|---|---:|---:|---:|\n"
+        )
+        table = "\n".join(f"| {' | '.join(row)} |" for row in self.rows)
+        runs = "\n\nEvery run:\n" + "\n".join(f"- {line}" for line in self.runs)
+        return head + table + "".join(f"\n\n{note}" for note in self.notes) + runs
+
+
+def run_all(plan: Plan) -> Report:
+    report = Report(plan, machine=system.description())
+    for step in (_enqueue_rates, _statements_per_job, _drain_rates, _pickup_latency):
+        report.loads.append(system.load())
+        step(plan, report)
+    report.loads.append(system.load())
+    return report
+
+
+# Enqueue ---------------------------------------------------------------------------------
+
+
+def _enqueue_rates(plan: Plan, report: Report) -> None:
+    ours = report.median(
+        "single enqueue", lambda: _rate(plan.single_jobs, lambda: _single(noop, plan))
+    )
+    theirs = report.median(
+        "django-tasks-db single enqueue",
+        lambda: _rate(plan.single_jobs, lambda: _single(noop_dtdb, plan)),
+    )
+    report.add("single enqueue", ours, theirs, "jobs/s")
+    name = f"bulk enqueue ({plan.jobs:,} jobs, enqueue_all of {plan.bulk_batch:,} at a time)"
+    bulk = report.median(name, lambda: _rate(plan.jobs, lambda: _bulk(plan.jobs, plan.bulk_batch)))
+    report.add(name, bulk, None, "jobs/s")
+
+
+def _single(task, plan: Plan) -> None:
+    for _ in range(plan.single_jobs):
+        task.enqueue()
+
+
+def _bulk(count: int, batch: int) -> None:
+    for start in range(0, count, batch):
+        enqueue_all([(noop, (), {})] * min(batch, count - start))
+
+
+def _rate(count: int, work: Callable[[], None]) -> float:
+    database.truncate()
+    started = time.perf_counter()
+    work()
+    return count / (time.perf_counter() - started)
+
+
+# Statements ------------------------------------------------------------------------------
+
+
+def _statements_per_job(plan: Plan, report: Report) -> None:
+    from steady_queue import postgres
+
+    ways = [(1, "a busy thread (run, record, claim the next)"), (5, "polls of 5")]
+    for batch, how in ways:
+        per_job = _count_statements(batch)
+        report.rows.append((f"statements per job, {how}", f"{per_job:.2f}", "", ""))
+    if postgres.in_use():
+        # "Before": the portable ORM path every other database takes (and PostgreSQL
+        # took before its one-statement enqueue, claim and finish).
+        with mock.patch.object(postgres, "in_use", return_value=False):
+            for batch, how in ways:
+                per_job = _count_statements(batch)
+                name = f"statements per job, {how}, portable ORM path (before)"
+                report.rows.append((name, f"{per_job:.2f}", "", ""))
+
+
+def _count_statements(batch: int) -> float:
+    """Statements the worker path sends per job for 100 jobs, claiming ``batch`` at a time."""
+    from steady_queue.processes.worker import Worker
+
+    database.truncate()
+    worker = Worker(queues=["*"], threads=batch)
+    worker.process = Process.register(kind=Process.Kind.WORKER, name="bench", pid=0)
+    _bulk(100, 100)
+    with CaptureQueriesContext(connection) as captured:
+        if batch == 1:  # a busy worker thread: it claims its next job itself
+            worker.pool.run(ReadyExecution.claim(["*"], 1, worker.process)[0])
+        while claimed := ReadyExecution.claim(["*"], batch, worker.process):
+            for execution in claimed:  # a worker polling for idle threads
+                perform(execution)
+    if Job.objects.filter(finished_at__isnull=True).exists():
+        raise RuntimeError("the statement count left jobs unfinished")
+    return len(captured.captured_queries) / 100
+
+
+# Drain -----------------------------------------------------------------------------------
+
+
+def _drain_rates(plan: Plan, report: Report) -> None:
+    rates = {}
+    for config in plan.configs:
+        name = f"drain {plan.jobs:,} no-op jobs, {config} (processes x threads)"
+        rates[config] = report.median(name, lambda config=config: _drain_ours(plan, config))
+        report.add(name, rates[config], None, "jobs/s")
+    best_theirs = 0.0
+    for count in plan.dtdb_processes:
+        name = f"django-tasks-db: drain {plan.dtdb_jobs:,} no-op jobs, {count} db_worker(s)"
+        rate = report.median(name, lambda count=count: _drain_theirs(plan, count))
+        best_theirs = max(best_theirs, rate)
+        report.add(name, rate, None, "jobs/s")
+    best = max(rates, key=rates.get)
+    report.add("drain, best configuration of each", rates[best], best_theirs, "jobs/s")
+    _drain_with_history(plan, report, best)
+
+
+def _drain_ours(plan: Plan, config: str, history: bool = False) -> float:
+    """Drain ``plan.jobs`` jobs; with ``history`` the finished jobs already there stay."""
+    database.truncate(keep_jobs=history)
+    baseline = Job.objects.aggregate(top=Max("pk"))["top"] or 0
+    _bulk(plan.jobs, plan.bulk_batch)
+    with processes.running(processes.steady_queue(config)):
+        _wait(plan, lambda: not ReadyExecution.objects.exists())
+        _wait(plan, lambda: not ClaimedExecution.objects.exists())
+    rows = Job.objects.filter(pk__gt=baseline).values_list("attempts", "finished_at")
+    starts, finishes = zip(*((_time(a[0]["started_at"]), f) for a, f in rows), strict=True)
+    assert all(finishes), "every drained job must be finished"
+    return plan.jobs / (max(finishes) - min(starts)).total_seconds()
+
+
+def _drain_theirs(plan: Plan, process_count: int) -> float:
+    from django_tasks_db.models import DBTaskResult
+
+    database.truncate()
+    for _ in range(plan.dtdb_jobs):
+        noop_dtdb.enqueue()
+    with processes.running(processes.dtdb(process_count, plan.dtdb_interval)):
+        _wait(plan, lambda: not DBTaskResult.objects.filter(finished_at__isnull=True).exists())
+    span = DBTaskResult.objects.aggregate(start=Min("started_at"), end=Max("finished_at"))
+    return plan.dtdb_jobs / (span["end"] - span["start"]).total_seconds()
+
+
+def _drain_with_history(plan: Plan, report: Report, config: str) -> None:
+    """The best configuration with a million finished jobs in the table, against itself
+    on an empty table: paired runs, one after the other, so that both meet the same load.
+    """
+    name = f"drain {plan.jobs:,} with {plan.finished:,} finished jobs in the table ({config})"
+    pairs = [_history_pair(plan, config) for _ in range(plan.repeat)]
+    full, empty = (statistics.median(runs) for runs in zip(*pairs, strict=True))
+    report.runs.append(f"{name}: " + ", ".join(f"{f:,.1f} (empty {e:,.1f})" for f, e in pairs))
+    change = (full - empty) / empty * 100
+    report.rows.append(
+        (name, f"{full:,.1f} jobs/s", "", f"{change:+.0f}% vs empty table ({empty:,.1f})")
+    )
+
+
+def _history_pair(plan: Plan, config: str) -> tuple[float, float]:
+    database.truncate()
+    database.preload_finished(plan.finished)
+    with_history = _drain_ours(plan, config, history=True)
+    return with_history, _drain_ours(plan, config)
+
+
+# Latency ---------------------------------------------------------------------------------
+
+
+def _pickup_latency(plan: Plan, report: Report) -> None:
+    ours, _ = _latencies_ours(plan, "1x3")
+    theirs = _latencies_theirs(plan)
+    report.add("pickup latency, idle worker, median", _ms(ours, 50), _ms(theirs, 50), "ms", False)
+    report.add("pickup latency, idle worker, p90", _ms(ours, 90), _ms(theirs, 90), "ms", False)
+    if connection.vendor == "postgresql":  # elsewhere nothing wakes workers: they poll
+        _wake_up_cost(plan, report)
+
+
+def _wake_up_cost(plan: Plan, report: Report) -> None:
+    # Polling every 10 s, so that what the CPU time measures is waking up and running.
+    _, one = _latencies_ours(plan, "1x3p10")
+    many, two = _latencies_ours(plan, "2x5p10")
+    report.add("pickup latency, two idle worker processes, median", _ms(many, 50), None, "ms")
+    report.notes.append(
+        "Wake-up cost: a notification wakes every idle worker process whose queues match. "
+        "CPU time of the worker processes and their database server processes per job "
+        f"enqueued while idle: {one * 1000:.2f} ms with one worker process, "
+        f"{two * 1000:.2f} ms with two (polling every 10 s)."
+    )
+
+
+def _latencies_ours(plan: Plan, config: str) -> tuple[list[float], float]:
+    """Pickup latencies of jobs enqueued one at a time, and the CPU seconds per job."""
+    database.truncate()
+    samples = []
+    workers, threads = map(int, config.split("p")[0].split("x"))
+    with processes.running(processes.steady_queue(config)):
+        _wait(plan, lambda: Process.objects.filter(kind="Worker").count() == workers)
+        # Give every thread a job first, so that every connection is open, then let the
+        # workers settle into their idle wait.
+        _bulk(workers * threads * 2, workers * threads * 2)
+        _wait(plan, lambda: not Job.objects.filter(finished_at__isnull=True).exists())
+        time.sleep(1.0)
+        pids = [*Process.objects.values_list("pid", flat=True), *system.server_pids()]
+        cpu = system.cpu_seconds(pids)
+        for _ in range(plan.latency_samples):
+            job_id = int(noop.enqueue().id)
+            done = Job.objects.filter(pk=job_id, finished_at__isnull=False)
+            _wait(plan, done.exists, every=0.002)
+            job = Job.objects.get(pk=job_id)
+            samples.append((_time(job.attempts[0]["started_at"]) - job.created_at).total_seconds())
+            time.sleep(random.uniform(0.05, 0.15))
+        cpu = system.cpu_seconds(pids) - cpu
+    return samples, cpu / plan.latency_samples
+
+
+def _latencies_theirs(plan: Plan) -> list[float]:
+    from django_tasks_db.models import DBTaskResult
+
+    database.truncate()
+    samples = []
+    with processes.running(processes.dtdb(1, plan.dtdb_interval)):
+        time.sleep(3.0)  # db_worker registers nothing: give it time to start polling
+        for _ in range(plan.latency_samples):
+            result_id = noop_dtdb.enqueue().id
+            done = DBTaskResult.objects.filter(pk=result_id, finished_at__isnull=False)
+            _wait(plan, done.exists, every=0.002)
+            row = DBTaskResult.objects.get(pk=result_id)
+            samples.append((row.started_at - row.enqueued_at).total_seconds())
+            time.sleep(random.uniform(0.05, 0.15))
+    return samples
+
+
+# Helpers ---------------------------------------------------------------------------------
+
+
+def _wait(plan: Plan, condition: Callable[[], bool], every: float = 0.05) -> None:
+    deadline = time.monotonic() + plan.deadline
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"benchmark condition not met within {plan.deadline:.0f} s")
+        time.sleep(every)
+
+
+def _ms(samples: list[float], percentile: int) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, round(percentile / 100 * (len(ordered) - 1)))
+    return ordered[index] * 1000
+
+
+def _time(value: str | datetime) -> datetime:
+    return value if isinstance(value, datetime) else parse_datetime(value)

@@ -1,0 +1,74 @@
+"""Settings for the benchmark: Steady Queue and django-tasks-db side by side in one database.
+
+``SQ_BENCH_DB`` picks sqlite, postgres or mysql. Connection settings stay Django's
+defaults (no persistent connections, no pool), as in the issue's measurements.
+"""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
+SECRET_KEY = "steady-queue-bench"
+USE_TZ = True
+TIME_ZONE = "UTC"
+DEBUG = False
+
+DB = os.environ.get("SQ_BENCH_DB", "sqlite")
+NAME = os.environ.get("SQ_BENCH_NAME", "sq_bench")
+
+DATABASES = {
+    "default": {
+        "postgres": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": NAME,
+            "USER": os.environ.get("SQ_PG_USER", "postgres"),
+            "HOST": os.environ.get("SQ_PG_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("SQ_PG_PORT", "5432"),
+        },
+        "mysql": {
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": NAME,
+            "USER": os.environ.get("SQ_MYSQL_USER", "root"),
+            "HOST": os.environ.get("SQ_MYSQL_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("SQ_MYSQL_PORT", "3306"),
+            "OPTIONS": {"charset": "utf8mb4", "isolation_level": "read committed"},
+        },
+        "sqlite": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(Path(os.environ.get("SQ_BENCH_DIR", "/tmp")) / f"{NAME}.sqlite3"),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        },
+    }[DB]
+}
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "steady_queue",
+    "django_tasks_db",
+    "bench",
+]
+try:
+    import django.tasks  # noqa: F401
+except ImportError:
+    INSTALLED_APPS.append("django_tasks")
+
+TASKS = {
+    "default": {"BACKEND": "steady_queue.backend.SteadyQueueBackend"},
+    "dtdb": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+}
+
+# Quiet: one log line per job would be measured too. Errors still show.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "level": "ERROR"}},
+    "loggers": {
+        name: {"handlers": ["stderr"], "level": "ERROR", "propagate": False}
+        for name in ("steady_queue", "django.tasks", "django_tasks", "django_tasks_db")
+    },
+}

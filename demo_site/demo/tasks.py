@@ -1,0 +1,115 @@
+"""Demo tasks, one per Steady Queue feature. ``manage.py seed_demo`` enqueues them all."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from uuid import UUID
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2 with the django-tasks backport
+    from django_tasks import task
+
+from steady_queue.concurrency import limits_concurrency
+from steady_queue.context import report_progress
+from steady_queue.recurring_task import recurring
+from steady_queue.retries import retry_policy
+
+from .models import Customer
+
+
+class PaymentDeclined(Exception):
+    """The made-up payment gateway said no."""
+
+
+class ServiceTimeout(Exception):
+    """The made-up flaky service did not answer in time."""
+
+
+@task()
+def say_hello(name: str) -> str:
+    """Quick: finishes at once and stores its return value."""
+    return f"Hello, {name}!"
+
+
+@task(queue_name="background", takes_context=True)
+def crunch_numbers(context, steps: int = 20, step_seconds: float = 1.0) -> int:
+    """Slow: works for a while and reports its progress after every step."""
+    total = 0
+    for step in range(1, steps + 1):
+        time.sleep(step_seconds)
+        total += step * step
+        report_progress(context, step, steps, f"Crunched {step} of {steps} blocks")
+    return total
+
+
+@task(priority=5)
+def charge_card(card_number: str, amount: Decimal) -> None:
+    """Always fails, a few frames deep, so that the dashboard has a traceback to show."""
+    _submit_to_gateway(card_number, amount)
+
+
+@retry_policy(attempts=4, base_delay=timedelta(seconds=2), retry_on=(ServiceTimeout,))
+@task()
+def call_flaky_service(failure_rate: float = 0.5) -> str:
+    """Flaky: fails at random; its retry policy runs it again with exponential backoff."""
+    if random.random() < failure_rate:
+        raise ServiceTimeout("The inventory service did not answer within 2 seconds.")
+    return "The inventory service answered."
+
+
+@limits_concurrency(key=lambda account_id, seconds=3.0: account_id, to=1)
+@task(queue_name="background")
+def sync_account(account_id: int, seconds: float = 3.0) -> str:
+    """Concurrency-limited: one sync per account at a time; the others wait, blocked."""
+    time.sleep(seconds)
+    return f"Account {account_id} synchronised."
+
+
+@task(queue_name="real_time", priority=10)
+def send_invoice(
+    customer: Customer,
+    amount: Decimal,
+    due_on: date,
+    sent_at: datetime,
+    reference: UUID,
+    grace: timedelta,
+) -> str:
+    """Rich arguments: a model instance (fetched again at run time) and non-JSON types."""
+    return (
+        f"Invoice {reference} for {amount} sent to {customer.email} at {sent_at:%H:%M}, "
+        f"due on {due_on:%Y-%m-%d} with {grace.days} days of grace."
+    )
+
+
+@task()
+async def check_inventory(sku: str) -> dict:
+    """Async: the worker runs the coroutine to completion."""
+    await asyncio.sleep(0.2)
+    return {"sku": sku, "in_stock": sum(map(ord, sku)) % 7}
+
+
+@task(takes_context=True)
+def describe_attempt(context, label: str) -> dict:
+    """takes_context: reads its own result id and attempt number."""
+    return {"label": label, "result_id": context.task_result.id, "attempt": context.attempt}
+
+
+@recurring(schedule="*/5 * * * *", key="demo.heartbeat", description="Every five minutes")
+@recurring(schedule="0 6 * * *", key="demo.morning-report", kwargs={"name": "morning report"})
+@task(queue_name="real_time")
+def recurring_hello(name: str = "scheduler") -> str:
+    """Recurring: the scheduler enqueues it on its cron schedules."""
+    return f"Hello from the {name}!"
+
+
+def _submit_to_gateway(card_number: str, amount: Decimal) -> None:
+    _raise_declined(card_number[-4:], amount)
+
+
+def _raise_declined(last_digits: str, amount: Decimal) -> None:
+    raise PaymentDeclined(f"Card ending {last_digits} was declined for {amount}.")

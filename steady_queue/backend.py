@@ -1,0 +1,145 @@
+"""The Django tasks backend ``steady_queue.backend.SteadyQueueBackend``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
+from datetime import datetime, timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from . import arguments, db
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_enqueued,
+)
+from .retries import SteadyQueueTask
+
+TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
+
+
+class SteadyQueueBackend(BaseTaskBackend):
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+    task_class = SteadyQueueTask
+
+    def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
+        """Store the job and its execution in one transaction and return its result."""
+        return self.enqueue_all([(task, args, kwargs)])[0]
+
+    def enqueue_all(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
+        """Enqueue many task calls in a constant number of queries; all or nothing."""
+        from .models import Job
+
+        calls = list(calls)
+        validated: set[int] = set()  # ids of the Task objects already validated
+        jobs = [self._build_job(task, args, kwargs, validated) for task, args, kwargs in calls]
+        Job.enqueue_all(jobs)
+        results = [
+            self._new_result(job, task) for job, (task, _, _) in zip(jobs, calls, strict=True)
+        ]
+        for result in results:
+            task_enqueued.send(type(self), task_result=result)
+        return results
+
+    async def aenqueue(self, task: Task, args, kwargs) -> TaskResult:
+        return await sync_to_async(self.enqueue, thread_sensitive=True)(task, args, kwargs)
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """Return the TaskResult with ``result_id``; raise TaskResultDoesNotExist if unknown."""
+        from .models import Job
+        from .results import result_for
+
+        try:
+            job = Job.objects.using(db.alias()).with_execution().get(pk=int(result_id))
+        except (ValueError, TypeError, Job.DoesNotExist) as exc:
+            raise TaskResultDoesNotExist(result_id) from exc
+        return result_for(job)
+
+    async def aget_result(self, result_id: str) -> TaskResult:
+        return await sync_to_async(self.get_result, thread_sensitive=True)(result_id)
+
+    def check(self, **kwargs):
+        from .checks import check_backend
+
+        yield from super().check(**kwargs)
+        yield from check_backend(self)
+
+    def _build_job(
+        self,
+        task: Task,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        validated: set[int] | None = None,
+    ):
+        from .concurrency import limit_for
+        from .models import Job
+
+        if task.backend != self.alias:
+            raise InvalidTask(f"Task {task.module_path} uses backend {task.backend!r}.")
+        # A bulk enqueue repeats its tasks: ``validated`` holds those already checked.
+        if validated is None or id(task) not in validated:
+            self.validate_task(task)
+            if validated is not None:
+                validated.add(id(task))
+        limit = limit_for(task.module_path)
+        return Job.new(
+            queue_name=task.queue_name,
+            task_path=task.module_path,
+            backend=self.alias,
+            arguments=arguments.serialize(args, kwargs),
+            priority=task.priority,
+            scheduled_at=scheduled_at(task.run_after),
+            concurrency_key=limit.key_for(args, kwargs) if limit else "",
+        )
+
+    def validate_task(self, task: Task) -> None:
+        # Django validates run_after as a datetime; a delay is valid here too.
+        if isinstance(task.run_after, timedelta):
+            return super().validate_task(dataclasses.replace(task, run_after=None))
+        return super().validate_task(task)
+
+    def _new_result(self, job, task: Task) -> TaskResult:
+        from .models.job_executable import EXECUTION_RELATIONS
+        from .results import result_for
+
+        for relation in EXECUTION_RELATIONS:
+            job._state.fields_cache[relation] = None
+        if isinstance(task.run_after, timedelta):  # the result shows when it is due
+            task = task.using(run_after=job.scheduled_at)
+        return result_for(job, task, status=TaskResultStatus.READY)
+
+
+def scheduled_at(run_after: datetime | timedelta | None) -> datetime | None:
+    """Turn ``run_after`` (an aware datetime or a delay) into the time the job is due."""
+    if isinstance(run_after, timedelta):
+        return timezone.now() + run_after
+    return run_after
+
+
+def enqueue_all(calls: Iterable[TaskCall]) -> list[TaskResult]:
+    """Enqueue many ``(task, args, kwargs)`` calls, each on its task's own backend."""
+    calls = list(calls)
+    by_backend: dict[str, list[int]] = {}
+    for index, (task, _, _) in enumerate(calls):
+        by_backend.setdefault(task.backend, []).append(index)
+    results: list[TaskResult | None] = [None] * len(calls)
+    # One backend needs no outer transaction: its own enqueue_all is atomic.
+    with db.atomic() if len(by_backend) > 1 else nullcontext():
+        for alias, indexes in by_backend.items():
+            backend = task_backends[alias]
+            enqueued = backend.enqueue_all([calls[i] for i in indexes])
+            for index, result in zip(indexes, enqueued, strict=True):
+                results[index] = result
+    return results

@@ -1,0 +1,89 @@
+"""Limit how many jobs sharing a key run at once: ``@limits_concurrency`` and its registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from django.db import models
+
+import steady_queue
+
+from .compat import Task
+from .task_options import TaskOptions
+
+# Task module path -> its limit; filled when the task's module is imported.
+_registry: TaskOptions[ConcurrencyLimit] = TaskOptions()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConcurrencyLimit:
+    key: str | Callable[..., Any]
+    to: int = 1
+    duration: timedelta | None = None
+    group: str = ""
+    on_conflict: Literal["block", "discard"] = "block"
+
+    @property
+    def expires_in(self) -> timedelta:
+        return self.duration or steady_queue.default_concurrency_control_period
+
+    def key_for(self, args: list | tuple, kwargs: dict) -> str:
+        """Return the full semaphore key for a call: ``group/key``."""
+        value = self.key(*args, **kwargs) if callable(self.key) else self.key
+        return f"{self.group}/{_key_part(value)}"
+
+
+def limits_concurrency(
+    *,
+    key: str | Callable[..., Any],
+    to: int = 1,
+    duration: timedelta | None = None,
+    group: str | None = None,
+    on_conflict: Literal["block", "discard"] = "block",
+) -> Callable[[Task], Task]:
+    """Allow at most ``to`` jobs with the same ``key`` to run at the same time."""
+    if to < 1:
+        raise ValueError("limits_concurrency(to=...) must be at least 1.")
+    if on_conflict not in ("block", "discard"):
+        raise ValueError("limits_concurrency(on_conflict=...) must be 'block' or 'discard'.")
+
+    def decorate(task: Task) -> Task:
+        limit = ConcurrencyLimit(
+            key=key,
+            to=to,
+            duration=duration,
+            group=group or task.module_path,
+            on_conflict=on_conflict,
+        )
+        _registry.register(task, limit)
+        return task
+
+    return decorate
+
+
+def limit_for(task_path: str) -> ConcurrencyLimit | None:
+    """Return the concurrency limit declared for the task at ``task_path``, if any."""
+    return _registry.get(task_path)
+
+
+def run_maintenance(batch_size: int = 500) -> int:
+    """Expire semaphores past their duration and release jobs blocked for too long.
+
+    The dispatcher calls this every ``concurrency_maintenance_interval``: it is the
+    failsafe for a job that never signalled its semaphore (its worker was killed).
+    Return how many blocked jobs were released.
+    """
+    from .models import BlockedExecution, Semaphore
+
+    Semaphore.expire_in_batches(batch_size)
+    return BlockedExecution.unblock(batch_size)
+
+
+def _key_part(value: Any) -> str:
+    # A model instance keys by identity, not by its (changeable) __str__.
+    if isinstance(value, models.Model):
+        return f"{value._meta.label_lower}:{value.pk}"
+    return str(value)

@@ -1,0 +1,78 @@
+"""``manage.py steady_queue``: run the supervisor and the processes it forks."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
+
+from steady_queue import configuration
+from steady_queue.processes.pidfile import SupervisorAlreadyRunning
+from steady_queue.processes.supervisor import Supervisor
+
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] pid=%(process)d %(message)s"
+LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO}
+
+
+class Command(BaseCommand):
+    requires_migrations_checks = True
+    help = (
+        "Run Steady Queue: a supervisor that forks the configured workers, dispatchers and "
+        "recurring tasks scheduler, and stops them on TERM/INT (gracefully) or QUIT (at once)."
+    )
+
+    def add_arguments(self, parser) -> None:
+        only = parser.add_mutually_exclusive_group()
+        only.add_argument(
+            "--only-workers",
+            action="store_true",
+            help="Run only the workers: no dispatchers and no scheduler.",
+        )
+        only.add_argument(
+            "--only-dispatchers",
+            action="store_true",
+            help="Run only the dispatchers, and the scheduler unless --skip-recurring.",
+        )
+        parser.add_argument(
+            "--skip-recurring",
+            action="store_true",
+            help="Do not run the scheduler that enqueues recurring tasks.",
+        )
+        parser.add_argument(
+            "--config",
+            metavar="DOTTED_PATH",
+            help=(
+                "Import path of a Configuration.Options to use instead of "
+                "settings.STEADY_QUEUE, e.g. myproject.queues.BACKGROUND_ONLY."
+            ),
+        )
+
+    def handle(self, *args, **options) -> None:
+        _configure_logging(options["verbosity"])
+        try:
+            config = configuration.load(options["config"])
+        except ImproperlyConfigured as exc:
+            raise CommandError(f"Invalid Steady Queue configuration:\n{exc}") from exc
+        supervisor = Supervisor.from_configuration(
+            config,
+            only_workers=options["only_workers"],
+            only_dispatchers=options["only_dispatchers"],
+            skip_recurring=options["skip_recurring"],
+        )
+        try:
+            supervisor.start()
+        except SupervisorAlreadyRunning as exc:
+            raise CommandError(str(exc)) from exc
+
+
+def _configure_logging(verbosity: int) -> None:
+    """Show the steady_queue log on stderr, unless the project's LOGGING already handles it."""
+    logger = logging.getLogger("steady_queue")
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logger.addHandler(handler)
+    logger.setLevel(LOG_LEVELS.get(verbosity, logging.DEBUG))

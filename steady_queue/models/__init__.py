@@ -1,0 +1,26 @@
+from .execution import (
+    BlockedExecution,
+    ClaimedExecution,
+    FailedExecution,
+    ReadyExecution,
+    ScheduledExecution,
+)
+from .job import Job
+from .pause import Pause
+from .process import Process
+from .recurring import RecurringExecution, RecurringTask
+from .semaphore import Semaphore
+
+__all__ = [
+    "BlockedExecution",
+    "ClaimedExecution",
+    "FailedExecution",
+    "Job",
+    "Pause",
+    "Process",
+    "ReadyExecution",
+    "RecurringExecution",
+    "RecurringTask",
+    "ScheduledExecution",
+    "Semaphore",
+]

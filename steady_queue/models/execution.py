@@ -1,0 +1,248 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.db import models
+from django.utils import timezone
+
+from .. import db, notify, postgres
+from ..queue_selector import QueueSelector
+from .claimed_lifecycle import ClaimedLifecycle
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from .job import Job
+    from .process import Process
+
+
+class Execution(models.Model):
+    """Where a job is now: exactly one execution row exists per unfinished job."""
+
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__} of job {self.job_id}"
+
+
+class ReadyExecution(Execution):
+    """A job that a worker may claim now."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="ready_execution",
+    )
+    queue_name = models.CharField(max_length=255)
+    priority = models.SmallIntegerField(default=0)
+
+    class Meta:
+        db_table = "steady_queue_ready_executions"
+        # Same column order as the two poll queries' ORDER BY: index-only, no sort.
+        indexes = [
+            models.Index(fields=["-priority", "job"], name="sq_poll_all"),
+            models.Index(fields=["queue_name", "-priority", "job"], name="sq_poll_by_queue"),
+        ]
+
+    @classmethod
+    def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
+        rows = [cls(job=j, queue_name=j.queue_name, priority=j.priority) for j in jobs]
+        if rows:
+            cls.objects.using(db.alias()).bulk_create(rows)
+            notify.jobs_ready(row.queue_name for row in rows)
+
+    @classmethod
+    def claim(
+        cls, queues: list[str], limit: int, process: Process | None
+    ) -> list[ClaimedExecution]:
+        """Claim up to ``limit`` ready jobs from ``queues`` (in order) for ``process``."""
+        if postgres.in_use():  # one statement per queue instead of a transaction of four
+            return postgres.claim(queues, limit, process)
+        claimed: list[ClaimedExecution] = []
+        selector = QueueSelector(queues, cls.objects.using(db.alias()))
+        for relation in selector.scoped_relations():
+            if len(claimed) >= limit:
+                break
+            claimed += cls._select_and_lock(relation, limit - len(claimed), process)
+        return claimed
+
+    @classmethod
+    def _select_and_lock(cls, relation, limit: int, process) -> list[ClaimedExecution]:
+        with db.atomic():
+            candidates = db.lock(relation.order_by("-priority", "job_id"))
+            job_ids = list(candidates.values_list("job_id", flat=True)[:limit])
+            if not job_ids:
+                return []
+            claimed = ClaimedExecution.claiming(job_ids, process)
+            cls.objects.using(db.alias()).filter(job_id__in=job_ids).delete()
+            return claimed
+
+
+class ScheduledExecution(Execution):
+    """A job waiting for its ``scheduled_at`` before it becomes ready."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="scheduled_execution",
+    )
+    queue_name = models.CharField(max_length=255)
+    priority = models.SmallIntegerField(default=0)
+    scheduled_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "steady_queue_scheduled_executions"
+        indexes = [
+            models.Index(fields=["scheduled_at", "-priority", "job"], name="sq_dispatch_all"),
+        ]
+
+    @classmethod
+    def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
+        rows = [
+            cls(job=j, queue_name=j.queue_name, priority=j.priority, scheduled_at=j.scheduled_at)
+            for j in jobs
+        ]
+        if rows:
+            cls.objects.using(db.alias()).bulk_create(rows)
+            notify.jobs_scheduled(min(row.scheduled_at for row in rows))
+
+    @classmethod
+    def dispatch_next_batch(cls, batch_size: int) -> int:
+        """Make up to ``batch_size`` due jobs ready; return how many were dispatched."""
+        with db.atomic():
+            due = cls.objects.using(db.alias()).filter(scheduled_at__lte=timezone.now())
+            ordered = db.lock(due.order_by("scheduled_at", "-priority", "job_id"))
+            # Ids are selected and locked once, then moved: MySQL rejects LIMIT in IN (...).
+            return cls.dispatch_jobs(list(ordered.values_list("job_id", flat=True)[:batch_size]))
+
+    @classmethod
+    def dispatch_jobs(cls, job_ids: list[int]) -> int:
+        """Move the scheduled jobs ``job_ids`` to ready (or blocked) now."""
+        from .job import Job
+
+        if not job_ids:
+            return 0
+        with db.atomic():
+            jobs = list(Job.objects.using(db.alias()).filter(pk__in=job_ids).order_by("pk"))
+            cls.objects.using(db.alias()).filter(job_id__in=job_ids).delete()
+            Job.dispatch_all(jobs)
+        return len(jobs)
+
+
+class ClaimedExecution(ClaimedLifecycle, Execution):
+    """A job a worker has claimed and is running; ``created_at`` is the attempt's start."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="claimed_execution",
+    )
+    # No database constraint: a process row may vanish before its claims are failed.
+    process = models.ForeignKey(
+        "steady_queue.Process",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="claimed_executions",
+    )
+
+    class Meta:
+        db_table = "steady_queue_claimed_executions"
+        indexes = [models.Index(fields=["process", "job"], name="sq_claimed_by_process")]
+
+    @classmethod
+    def claiming(cls, job_ids: list[int], process: Process | None) -> list[ClaimedExecution]:
+        from .job import Job
+
+        now = timezone.now()
+        rows = [cls(job_id=job_id, process=process, created_at=now) for job_id in job_ids]
+        cls.objects.using(db.alias()).bulk_create(rows)
+        jobs = Job.objects.using(db.alias()).in_bulk(job_ids)
+        return [cls.claimed_for(jobs[row.job_id], process, now) for row in rows]
+
+    @classmethod
+    def claimed_for(cls, job: Job, process: Process | None, now: datetime) -> ClaimedExecution:
+        """The claim of ``job`` (already stored), linked both ways so nothing is re-fetched."""
+        from .job_executable import EXECUTION_RELATIONS
+
+        claimed = cls(job=job, process=process, created_at=now)
+        job._state.fields_cache.update(dict.fromkeys(EXECUTION_RELATIONS))
+        job._state.fields_cache["claimed_execution"] = claimed
+        return claimed
+
+
+class BlockedExecution(Execution):
+    """A job waiting for its concurrency semaphore."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="blocked_execution",
+    )
+    queue_name = models.CharField(max_length=255)
+    priority = models.SmallIntegerField(default=0)
+    concurrency_key = models.CharField(max_length=255)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "steady_queue_blocked_executions"
+        indexes = [
+            models.Index(fields=["concurrency_key", "-priority", "job"], name="sq_blocked_release"),
+            models.Index(fields=["expires_at", "concurrency_key"], name="sq_blocked_maintenance"),
+        ]
+
+    @classmethod
+    def unblock(cls, count: int) -> int:
+        """Release one job for each of up to ``count`` keys blocked past their expiry."""
+        from .semaphore import Semaphore
+
+        expired = cls.objects.using(db.alias()).filter(expires_at__lt=timezone.now())
+        keys = list(expired.values_list("concurrency_key", flat=True).distinct()[:count])
+        taken = Semaphore.objects.using(db.alias()).filter(key__in=keys, value__lte=0)
+        held = set(taken.values_list("key", flat=True))
+        return sum(cls.release_one(key) for key in keys if key not in held)
+
+    @classmethod
+    def release_one(cls, concurrency_key: str) -> bool:
+        """Move the highest-priority job blocked on ``concurrency_key`` to ready, if it may run."""
+        with db.atomic():
+            candidates = cls.objects.filter(concurrency_key=concurrency_key).order_by(
+                "-priority", "job"
+            )
+            execution = db.lock(candidates).first()
+            return execution is not None and execution.release()
+
+    def release(self) -> bool:
+        with db.atomic():
+            if not self.job.acquire_concurrency_lock():
+                return False
+            ReadyExecution.create_all_from_jobs([self.job])
+            self.delete()
+            return True
+
+
+class FailedExecution(Execution):
+    """A job whose last attempt failed; it stays here until retried or discarded."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="failed_execution",
+    )
+    exception_class = models.CharField(max_length=255)
+    message = models.TextField(blank=True)
+    backtrace = models.TextField(blank=True)
+
+    class Meta:
+        db_table = "steady_queue_failed_executions"
+        indexes = [models.Index(fields=["-created_at"], name="sq_failed_recent")]

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from django.utils import timezone
+
+from .. import concurrency, db
+
+
+class ConcurrencyControls:
+    """Semaphore handling for jobs of tasks declared with ``@limits_concurrency``."""
+
+    @property
+    def is_concurrency_limited(self) -> bool:
+        return bool(self.concurrency_key)
+
+    @property
+    def concurrency_limit(self) -> concurrency.ConcurrencyLimit | None:
+        return concurrency.limit_for(self.task_path)
+
+    def acquire_concurrency_lock(self) -> bool:
+        """Take a slot of this job's semaphore; False when all ``to`` slots are taken."""
+        limit = self.concurrency_limit
+        if limit is None:
+            return True
+        from .semaphore import Semaphore
+
+        return Semaphore.wait(self.concurrency_key, limit)
+
+    def release_concurrency_lock(self) -> None:
+        limit = self.concurrency_limit
+        if self.is_concurrency_limited and limit is not None:
+            from .semaphore import Semaphore
+
+            Semaphore.signal(self.concurrency_key, limit)
+
+    def handle_concurrency_conflict(self) -> None:
+        limit = self.concurrency_limit
+        if limit is not None and limit.on_conflict == "discard":
+            type(self).objects.using(db.alias()).filter(pk=self.pk).delete()
+        else:
+            self.block()
+
+    def block(self) -> None:
+        from .execution import BlockedExecution
+
+        BlockedExecution.objects.using(db.alias()).create(
+            job=self,
+            queue_name=self.queue_name,
+            priority=self.priority,
+            concurrency_key=self.concurrency_key,
+            expires_at=timezone.now() + self.concurrency_limit.expires_in,
+        )
+
+    def unblock_next_blocked_job(self) -> None:
+        """Release the semaphore and move the next job blocked on it to ready."""
+        from .execution import BlockedExecution
+
+        if not self.is_concurrency_limited:
+            return
+        self.release_concurrency_lock()
+        BlockedExecution.release_one(self.concurrency_key)

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.utils import timezone
+
+from .. import db, postgres, postgres_copy
+from ..compat import TaskResultStatus
+from .job_concurrency import ConcurrencyControls
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+class Executable(ConcurrencyControls):
+    """Move a job between its execution tables: scheduled, ready, blocked, claimed, failed."""
+
+    @classmethod
+    def enqueue_all(cls, jobs: list[Job]) -> list[Job]:
+        """Insert ``jobs`` and their executions in one transaction."""
+        if jobs and postgres.in_use() and all(job.is_ready_on_enqueue for job in jobs):
+            if len(jobs) == 1:
+                postgres.enqueue_ready(jobs[0], timezone.now())  # one round trip, as atomic
+            else:
+                postgres_copy.enqueue_all_ready(jobs, timezone.now())
+            return jobs
+        return db.retry_deadlocks(lambda: cls._insert_all(jobs))
+
+    @classmethod
+    def _insert_all(cls, jobs: list[Job]) -> list[Job]:
+        for job in jobs:  # a retried deadlock victim inserts its rows again
+            job.pk, job._state.adding = None, True
+        with db.atomic():
+            created = cls.objects.using(db.alias()).bulk_create(jobs)
+            cls.prepare_all_for_execution(created)
+        return created
+
+    @classmethod
+    def prepare_all_for_execution(cls, jobs: Iterable[Job]) -> None:
+        from .execution import ScheduledExecution
+
+        jobs = list(jobs)
+        cls.dispatch_all([job for job in jobs if job.is_due])
+        ScheduledExecution.create_all_from_jobs([job for job in jobs if not job.is_due])
+
+    @classmethod
+    def dispatch_all(cls, jobs: list[Job]) -> None:
+        """Make ``jobs`` ready; jobs with concurrency limits go through their semaphore."""
+        from .execution import ReadyExecution
+
+        ReadyExecution.create_all_from_jobs([j for j in jobs if not j.is_concurrency_limited])
+        for job in jobs:
+            if job.is_concurrency_limited:
+                job.dispatch()
+
+    def prepare_for_execution(self) -> None:
+        type(self).prepare_all_for_execution([self])
+
+    def dispatch(self) -> None:
+        from .execution import ReadyExecution
+
+        if self.acquire_concurrency_lock():
+            ReadyExecution.create_all_from_jobs([self])
+        else:
+            self.handle_concurrency_conflict()
+
+    @property
+    def is_ready_on_enqueue(self) -> bool:
+        """Whether enqueueing makes this job ready straight away, with no semaphore to take."""
+        return self.is_due and not self.is_concurrency_limited
+
+    @property
+    def is_due(self) -> bool:
+        return self.scheduled_at is None or self.scheduled_at <= timezone.now()
+
+    @property
+    def execution(self):
+        """Return the one execution row of this job, or None when finished or discarded."""
+        for name in EXECUTION_RELATIONS:
+            execution = getattr(self, name, None)
+            if execution is not None:
+                return execution
+        return None
+
+    @property
+    def status(self) -> TaskResultStatus:
+        if self.finished_at is not None:
+            return TaskResultStatus.SUCCESSFUL
+        execution = self.execution
+        if execution is None:
+            return TaskResultStatus.FAILED
+        return EXECUTION_STATUSES[type(execution).__name__]
+
+    @property
+    def state(self) -> str:
+        """Return where the job is: scheduled, ready, blocked, claimed, failed or finished."""
+        if self.finished_at is not None:
+            return "finished"
+        execution = self.execution
+        return STATES[type(execution).__name__] if execution else "discarded"
+
+
+EXECUTION_RELATIONS = (
+    "claimed_execution",
+    "ready_execution",
+    "scheduled_execution",
+    "blocked_execution",
+    "failed_execution",
+)
+
+EXECUTION_STATUSES = {
+    "ReadyExecution": TaskResultStatus.READY,
+    "ScheduledExecution": TaskResultStatus.READY,
+    "BlockedExecution": TaskResultStatus.READY,
+    "ClaimedExecution": TaskResultStatus.RUNNING,
+    "FailedExecution": TaskResultStatus.FAILED,
+}
+
+STATES = {
+    "ReadyExecution": "ready",
+    "ScheduledExecution": "scheduled",
+    "BlockedExecution": "blocked",
+    "ClaimedExecution": "claimed",
+    "FailedExecution": "failed",
+}

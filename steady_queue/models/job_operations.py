@@ -1,0 +1,129 @@
+"""Operator actions on jobs: discard, dispatch now, release (one job, or a whole queryset)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from django.db import models
+
+from .. import concurrency, db
+from ..exceptions import JobStateError
+from .job_retryable import state_of
+
+DISCARDABLE = ("ready_execution", "scheduled_execution", "blocked_execution", "failed_execution")
+
+
+class Operations:
+    """One-job actions; each raises JobStateError when it does not apply."""
+
+    def discard(self) -> None:
+        """Delete this job unless it is running; release its semaphore if it held one."""
+        if type(self).objects.filter(pk=self.pk).discard_all() == 0:
+            state = state_of(self)
+            if state == "running":
+                raise JobStateError(f"Job {self.pk} is running: a running job cannot be discarded.")
+            raise JobStateError(f"Job {self.pk} is {state}: only pending jobs can be discarded.")
+        self._state.fields_cache.clear()
+
+    def dispatch_now(self) -> None:
+        """Make this scheduled job ready now instead of at its scheduled time."""
+        if type(self).objects.filter(pk=self.pk).dispatch_all_now() == 0:
+            raise JobStateError(
+                f"Job {self.pk} is {state_of(self)}: only scheduled jobs can be dispatched now."
+            )
+        self._state.fields_cache.clear()
+
+    def release(self) -> None:
+        """Make this blocked job ready without waiting for its concurrency semaphore."""
+        from .execution import BlockedExecution, ReadyExecution
+
+        with db.atomic():
+            blocked = db.lock(BlockedExecution.objects.filter(job_id=self.pk)).first()
+            if blocked is None:
+                raise JobStateError(
+                    f"Job {self.pk} is {state_of(self)}: only blocked jobs can be released."
+                )
+            blocked.delete()
+            ReadyExecution.create_all_from_jobs([self])
+        self._state.fields_cache.clear()
+
+
+class OperationsQuerySet(models.QuerySet):
+    def discard_all(self, batch_size: int = 500) -> int:
+        """Delete the ready, scheduled, blocked and failed jobs of this queryset; return how many.
+
+        Running (claimed) jobs are left alone. Work goes a batch at a time.
+        """
+        discarded = 0
+        for relation in DISCARDABLE:
+            executions = _executions_of(self, relation)
+            while batch := _discard_batch(executions, batch_size):
+                discarded += batch
+        return discarded
+
+    def dispatch_all_now(self, batch_size: int = 500) -> int:
+        """Make the scheduled jobs of this queryset ready now; return how many."""
+        from .execution import ScheduledExecution
+
+        scheduled = _executions_of(self, "scheduled_execution")
+        dispatched = 0
+        while True:
+            with db.atomic():
+                locked = db.lock(scheduled.order_by("job_id"))
+                ids = list(locked.values_list("job_id", flat=True)[:batch_size])
+                if not ids:
+                    return dispatched
+                dispatched += ScheduledExecution.dispatch_jobs(ids)
+
+
+def _executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:
+    model = jobs.model._meta.get_field(relation).related_model
+    return model.objects.using(db.alias()).filter(job__in=jobs.values("pk"))
+
+
+def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
+    from .execution import ReadyExecution
+    from .job import Job
+
+    with db.atomic():
+        locked = db.lock(executions.order_by("job_id"))
+        ids = list(locked.values_list("job_id", flat=True)[:batch_size])
+        if not ids:
+            return 0
+        jobs = Job.objects.using(db.alias()).filter(pk__in=ids)
+        # Only a ready job holds a semaphore slot (blocked ones wait, failed ones gave it back).
+        held = _semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
+        _delete_jobs(executions.model, ids)
+    _give_back(held)
+    return len(ids)
+
+
+def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
+    from .job import Job
+    from .recurring import RecurringExecution
+
+    # The locked execution row is each job's only one, so three plain DELETEs do what
+    # Django's cascading delete would do with a SELECT of whole jobs and a DELETE per table.
+    execution_model.objects.using(db.alias()).filter(job_id__in=ids).delete()
+    RecurringExecution.objects.using(db.alias()).filter(job_id__in=ids).delete()
+    Job.objects.filter(pk__in=ids)._raw_delete(db.alias())
+
+
+def _semaphores_held(jobs: models.QuerySet) -> Counter:
+    limited = jobs.exclude(concurrency_key="").values_list("task_path", "concurrency_key")
+    return Counter(limited)
+
+
+def _give_back(held: Counter) -> None:
+    # Outside the discarding transaction, as when a job finishes: maintenance catches up.
+    from .execution import BlockedExecution
+    from .semaphore import Semaphore
+
+    for (task_path, key), count in held.items():
+        limit = concurrency.limit_for(task_path)
+        if limit is not None:
+            Semaphore.signal(key, limit, count)
+        # Each release takes its slot through the semaphore: it never over-admits.
+        for _ in range(count):
+            if not BlockedExecution.release_one(key):
+                break

@@ -1,0 +1,90 @@
+"""Retry failed jobs: automatically under the task's retry policy, or on request."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import models
+from django.utils import timezone
+
+from .. import db, retries
+from ..exceptions import JobStateError
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+class Retryable:
+    """What happens to a job after a failed attempt, and how an operator retries it."""
+
+    def fail_or_retry(self, exc: BaseException, error: dict) -> None:
+        """Schedule the retry the task's policy allows after ``exc``, or fail the job."""
+        policy = retries.policy_for(self.task_path)
+        retry_at = policy.retry_at(self, exc, timezone.now()) if policy else None
+        if retry_at is None:
+            self.fail(error)
+        else:
+            self.reschedule(retry_at)
+
+    def fail(self, error: dict) -> None:
+        from .execution import FailedExecution
+
+        self._state.fields_cache["failed_execution"] = FailedExecution.objects.using(
+            db.alias()
+        ).create(
+            job=self,
+            exception_class=error["exception_class"],
+            message=error["message"],
+            backtrace=error["traceback"],
+        )
+
+    def reschedule(self, run_at: datetime) -> None:
+        """Run this (claimed) job again at ``run_at``; the caller removes its claim."""
+        from .execution import ScheduledExecution
+
+        self.scheduled_at = run_at
+        self.save(update_fields=["scheduled_at", "updated_at"])
+        self._state.fields_cache["scheduled_execution"] = ScheduledExecution.objects.using(
+            db.alias()
+        ).create(job=self, queue_name=self.queue_name, priority=self.priority, scheduled_at=run_at)
+
+    def retry(self) -> None:
+        """Queue this failed job again; it keeps its id, attempts and errors."""
+        if type(self).objects.filter(pk=self.pk).retry_all() == 0:
+            raise JobStateError(
+                f"Job {self.pk} is {state_of(self)}: only failed jobs can be retried."
+            )
+        self._state.fields_cache.clear()
+
+
+class RetryableQuerySet(models.QuerySet):
+    def retry_all(self, batch_size: int = 500) -> int:
+        """Queue every failed job of this queryset again, a batch at a time; return how many."""
+        from .execution import FailedExecution
+
+        failed = FailedExecution.objects.using(db.alias()).filter(job__in=self.values("pk"))
+        retried = 0
+        while batch := _retry_batch(failed, batch_size):
+            retried += batch
+        return retried
+
+
+def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
+    from .job import Job
+
+    with db.atomic():
+        ids = list(db.lock(failed.order_by("job_id")).values_list("job_id", flat=True)[:batch_size])
+        if not ids:
+            return 0
+        failed.model.objects.using(db.alias()).filter(job_id__in=ids).delete()
+        Job.prepare_all_for_execution(Job.objects.using(db.alias()).filter(pk__in=ids))
+    return len(ids)
+
+
+def state_of(job: Job) -> str:
+    """Describe where ``job`` is now, read afresh from the database."""
+    fresh = type(job).objects.using(db.alias()).with_execution().filter(pk=job.pk).first()
+    if fresh is None:
+        return "deleted"
+    return "running" if fresh.state == "claimed" else fresh.state

@@ -1,0 +1,58 @@
+"""Prune processes that stopped sending heartbeats, failing the jobs they held."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+import steady_queue
+
+from .. import db
+from ..processes.errors import ProcessPrunedError
+
+if TYPE_CHECKING:
+    from .process import Process
+
+logger = logging.getLogger("steady_queue.processes")
+
+PRUNE_BATCH_SIZE = 50
+
+
+class Prunable:
+    @classmethod
+    def prunable(cls) -> QuerySet:
+        """Processes whose last heartbeat is older than ``process_alive_threshold``."""
+        cutoff = timezone.now() - steady_queue.process_alive_threshold
+        return cls.objects.using(db.alias()).filter(last_heartbeat_at__lte=cutoff)
+
+    @classmethod
+    def prune(cls, excluding: Process | None = None) -> int:
+        """Remove dead processes, failing their claimed jobs with ProcessPrunedError."""
+        candidates = cls.prunable()
+        if excluding is not None:
+            candidates = candidates.exclude(pk=excluding.pk)
+        ids = list(candidates.order_by("pk").values_list("pk", flat=True)[:PRUNE_BATCH_SIZE])
+        return sum(cls._prune_one(pk) for pk in ids)
+
+    @classmethod
+    def _prune_one(cls, pk: int) -> bool:
+        with db.atomic():
+            # Skip a row another supervisor is pruning right now.
+            process = db.lock(cls.prunable().filter(pk=pk)).first()
+            if process is None:
+                return False
+            logger.info(
+                "Pruning %s: no heartbeat since %s", process, process.last_heartbeat_at.isoformat()
+            )
+            process.fail_all_claimed_executions_with(process.pruned_error())
+            cls.objects.using(db.alias()).filter(pk=pk).delete()
+        return True
+
+    def pruned_error(self) -> ProcessPrunedError:
+        return ProcessPrunedError(
+            f"Process {self.name} (pid {self.pid} on {self.hostname or 'unknown host'}) was "
+            f"pruned: no heartbeat since {self.last_heartbeat_at.isoformat()}"
+        )

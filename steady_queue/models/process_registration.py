@@ -1,0 +1,38 @@
+"""A process's row: registered at boot, kept fresh by heartbeats, removed at exit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.utils import timezone
+
+from .. import db
+
+if TYPE_CHECKING:
+    from .process import Process
+
+
+class Registration:
+    @classmethod
+    def register(cls, **attributes) -> Process:
+        """Insert the row of a starting process."""
+        now = timezone.now()
+        return cls.objects.using(db.alias()).create(
+            last_heartbeat_at=now, created_at=now, **attributes
+        )
+
+    def heartbeat(self) -> bool:
+        """Record that this process is alive; False when its row is gone (it was pruned)."""
+        rows = type(self).objects.using(db.alias()).filter(pk=self.pk)
+        return rows.update(last_heartbeat_at=timezone.now()) > 0
+
+    def deregister(self, *, release_claims: bool = True) -> None:
+        """Remove this process's row; its unfinished claimed jobs go back to ready.
+
+        With ``release_claims=False`` they stay claimed by a process that no longer
+        exists, for the supervisors' orphan sweep to fail.
+        """
+        with db.atomic():
+            if release_claims:
+                self.release_all_claimed_executions()
+            type(self).objects.using(db.alias()).filter(pk=self.pk).delete()

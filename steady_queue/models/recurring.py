@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from .recurring_schedulable import RecurringTaskQuerySet, Schedulable
+
+
+class RecurringTask(Schedulable, models.Model):
+    """A task enqueued on a cron schedule by the scheduler."""
+
+    key = models.CharField(max_length=255, unique=True)
+    schedule = models.CharField(max_length=255)
+    # Kept for compatibility with Solid Queue's schema; command tasks are not supported.
+    command = models.CharField(max_length=2048, blank=True)
+    task_path = models.CharField(max_length=255)
+    arguments = models.JSONField(default=dict, blank=True)
+    queue_name = models.CharField(max_length=255, blank=True)
+    priority = models.SmallIntegerField(null=True, blank=True)
+    description = models.TextField(blank=True)
+    # Declared in code (True) rather than created at run time.
+    static = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True)
+    # Runs missed while no scheduler was up are enqueued when no older than this.
+    catch_up_window = models.DurationField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RecurringTaskQuerySet.as_manager()
+
+    class Meta:
+        db_table = "steady_queue_recurring_tasks"
+        indexes = [models.Index(fields=["static"], name="sq_recurring_static")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class RecurringExecution(models.Model):
+    """One run of a recurring task; unique per (task_key, run_at) across schedulers."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job", on_delete=models.CASCADE, related_name="recurring_execution"
+    )
+    task_key = models.CharField(max_length=255)
+    run_at = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "steady_queue_recurring_executions"
+        constraints = [
+            models.UniqueConstraint(fields=["task_key", "run_at"], name="sq_recurring_once_per_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_key} @ {self.run_at:%Y-%m-%d %H:%M:%S}"

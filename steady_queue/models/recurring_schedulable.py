@@ -1,0 +1,151 @@
+"""Recurring tasks' schedule: when they run next, and enqueueing one run exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import IntegrityError, models
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from .. import arguments, db
+from ..compat import Task, task_enqueued
+from ..exceptions import JobStateError
+from ..recurring_task import Recurrence, next_time
+from ..schedule_description import describe
+
+if TYPE_CHECKING:
+    from .job import Job
+
+SYNCED_FIELDS = [
+    "schedule",
+    "task_path",
+    "arguments",
+    "queue_name",
+    "priority",
+    "description",
+    "static",
+    "catch_up_window",
+    "updated_at",
+]
+
+
+class RecurringTaskQuerySet(models.QuerySet):
+    def static(self) -> RecurringTaskQuerySet:
+        return self.filter(static=True)
+
+    def enabled(self) -> RecurringTaskQuerySet:
+        return self.filter(enabled=True)
+
+    def sync_static(self, recurrences: Iterable[Recurrence]) -> None:
+        """Make the static rows match the tasks declared in code; keep ``enabled`` as is."""
+        rows = {r.key: self.model.from_recurrence(r) for r in recurrences}
+        with db.atomic():
+            self.using(db.alias()).static().exclude(key__in=rows).delete()
+            if rows:
+                self.using(db.alias()).bulk_create(rows.values(), **_upsert_options())
+
+
+class Schedulable:
+    """Schedule arithmetic and enqueueing for a RecurringTask row."""
+
+    @classmethod
+    def from_recurrence(cls, recurrence: Recurrence):
+        return cls(
+            key=recurrence.key,
+            schedule=recurrence.schedule,
+            task_path=recurrence.task.module_path,
+            arguments=arguments.serialize(recurrence.args, recurrence.kwargs),
+            queue_name=recurrence.queue_name or "",
+            priority=recurrence.priority,
+            description=recurrence.description,
+            static=True,
+            catch_up_window=recurrence.catch_up,
+        )
+
+    def next_run_at(self, now: datetime | None = None) -> datetime:
+        """Return the first run strictly after ``now`` (default: the current time)."""
+        return next_time(self.schedule, now or timezone.now())
+
+    def runs_between(self, start: datetime, end: datetime) -> Iterator[datetime]:
+        """Yield the runs after ``start`` up to and including ``end``."""
+        run_at = self.next_run_at(start)
+        while run_at <= end:
+            yield run_at
+            run_at = self.next_run_at(run_at)
+
+    def missed_runs(self, now: datetime) -> list[datetime]:
+        """Return the runs no scheduler enqueued within the catch-up window before ``now``."""
+        if not self.catch_up_window:
+            return []
+        last = self.executions().aggregate(last=Max("run_at"))["last"]
+        start = max(filter(None, [last, self.created_at, now - self.catch_up_window]))
+        return list(self.runs_between(start, now))
+
+    @property
+    def schedule_description(self) -> str:
+        """The schedule in words, e.g. "every day at 12:00"."""
+        return describe(self.schedule)
+
+    def enqueue(self, run_at: datetime) -> Job | None:
+        """Enqueue the run due at ``run_at``; None when another scheduler already did."""
+        task = self.task()
+        backend = task.get_backend()
+        args, kwargs = arguments.deserialize(self.arguments)
+        try:
+            with db.atomic():  # a savepoint when called inside a transaction
+                job = self._enqueue_job(task, backend, args, kwargs)
+                self.executions().create(job=job, task_key=self.key, run_at=run_at)
+        except IntegrityError:  # (task_key, run_at) is taken: the run exists already
+            return None
+        task_enqueued.send(type(backend), task_result=backend._new_result(job, task))
+        return job
+
+    def enqueue_now(self) -> Job:
+        """Enqueue one run now, whatever the schedule or the enabled flag; record it."""
+        job = self.enqueue(timezone.now())
+        if job is None:
+            raise JobStateError(f"Recurring task {self.key!r} was enqueued at this instant.")
+        return job
+
+    def enable(self) -> None:
+        """Let every scheduler enqueue this task again, from its next run on."""
+        self._set_enabled(True)
+
+    def disable(self) -> None:
+        """Stop every scheduler from enqueueing this task (``enqueue_now`` still works)."""
+        self._set_enabled(False)
+
+    def task(self) -> Task:
+        """Return the Task to enqueue, with this schedule's queue and priority."""
+        task = import_string(self.task_path)
+        return task.using(queue_name=self.queue_name or None, priority=self.priority)
+
+    def executions(self) -> models.QuerySet:
+        from .recurring import RecurringExecution
+
+        return RecurringExecution.objects.using(db.alias()).filter(task_key=self.key)
+
+    def _enqueue_job(self, task: Task, backend, args: list, kwargs: dict) -> Job:
+        from .job import Job
+
+        job = backend._build_job(task, args, kwargs)
+        Job.enqueue_all([job])
+        return job
+
+    def _set_enabled(self, enabled: bool) -> None:
+        self.enabled = enabled
+        type(self).objects.using(db.alias()).filter(pk=self.pk).update(
+            enabled=enabled, updated_at=timezone.now()
+        )
+
+
+def _upsert_options() -> dict:
+    options = {"update_conflicts": True, "update_fields": SYNCED_FIELDS}
+    # MySQL's ON DUPLICATE KEY UPDATE takes no conflict target.
+    if db.connection().features.supports_update_conflicts_with_target:
+        options["unique_fields"] = ["key"]
+    return options

@@ -1,0 +1,62 @@
+"""Keep the queue tables in their own database: ``steady_queue.routers.SteadyQueueRouter``.
+
+# settings.py
+import steady_queue
+steady_queue.database = "queue"
+DATABASES = {"default": {...}, "queue": {...}}
+DATABASE_ROUTERS = ["steady_queue.routers.SteadyQueueRouter"]
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core import checks
+
+from . import db
+
+APP_LABEL = "steady_queue"
+ROUTER_PATH = "steady_queue.routers.SteadyQueueRouter"
+
+
+class SteadyQueueRouter:
+    """Route the steady_queue app's models to ``steady_queue.database``, and only them."""
+
+    def db_for_read(self, model, **hints) -> str | None:
+        return db.alias() if model._meta.app_label == APP_LABEL else None
+
+    def db_for_write(self, model, **hints) -> str | None:
+        return db.alias() if model._meta.app_label == APP_LABEL else None
+
+    def allow_relation(self, obj1, obj2, **hints) -> bool | None:
+        ours = {obj._meta.app_label == APP_LABEL for obj in (obj1, obj2)}
+        return True if ours == {True} else None
+
+    def allow_migrate(self, database: str, app_label: str, **hints) -> bool | None:
+        if app_label == APP_LABEL:
+            return database == db.alias()
+        # Keep other apps' tables out of a dedicated queue database.
+        return False if database == db.alias() != "default" else None
+
+
+# Not tagged "database": Django runs those only with --database, and this reads settings only.
+@checks.register(checks.Tags.compatibility)
+def check_queue_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """Report a queue database alias that does not exist or is not routed to."""
+    alias = db.alias()
+    if alias not in settings.DATABASES:
+        return [
+            checks.Error(
+                f"steady_queue.database is {alias!r}, which is not in DATABASES.",
+                hint=f"Add DATABASES[{alias!r}] or set steady_queue.database to an existing alias.",
+                id="steady_queue.E211",
+            )
+        ]
+    if alias != "default" and ROUTER_PATH not in getattr(settings, "DATABASE_ROUTERS", []):
+        return [
+            checks.Error(
+                f"steady_queue.database is {alias!r} but {ROUTER_PATH} is not in DATABASE_ROUTERS.",
+                hint="Without the router, migrations and the dashboard use the wrong database.",
+                id="steady_queue.E212",
+            )
+        ]
+    return []

@@ -1,0 +1,40 @@
+"""Per-task options declared by decorators, found again from a job's task path."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+
+from django.utils.module_loading import import_string
+
+from .compat import Task
+
+
+class TaskOptions[T]:
+    """A registry of one kind of option (a limit, a retry policy), keyed by task path.
+
+    Decorators fill it when the task's module is imported. A dispatcher, a supervisor
+    or a web process may look a job up before anything imported that module, so a
+    miss imports the task once and looks again.
+    """
+
+    def __init__(self) -> None:
+        self._options: dict[str, T] = {}
+        self._imported: set[str] = set()
+
+    def register(self, task: Task, option: T) -> None:
+        self._options[task.module_path] = option
+
+    def get(self, task_path: str) -> T | None:
+        if task_path not in self._options and task_path not in self._imported:
+            self._imported.add(task_path)
+            _import_task(task_path)
+        return self._options.get(task_path)
+
+    def values(self) -> list[T]:
+        return list(self._options.values())
+
+
+def _import_task(task_path: str) -> None:
+    # A job of a task that no longer exists simply has no options.
+    with suppress(ImportError):
+        import_string(task_path)

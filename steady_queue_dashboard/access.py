@@ -1,0 +1,51 @@
+"""The dashboard's one access guard: active staff may look, the permission holders may act."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+MANAGE_PERMISSION = "steady_queue.manage_jobs"
+
+
+def can_manage(user) -> bool:
+    """Return whether ``user`` may run dashboard actions (superusers may)."""
+    return user.is_active and user.is_staff and user.has_perm(MANAGE_PERMISSION)
+
+
+def guard(view: Callable | None = None, *, action: bool = False) -> Callable:
+    """Let active staff see ``view``; with ``action``, require POST and the permission.
+
+    Anonymous users go to the login page (a full-page redirect for htmx requests,
+    so that a login form is never swapped into a fragment); others get 403.
+    """
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            user = request.user
+            if not user.is_authenticated:
+                return _to_login(request)
+            if not (user.is_active and user.is_staff):
+                raise PermissionDenied
+            if action and not can_manage(user):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return require_POST(guarded) if action else guarded
+
+    return decorate(view) if view is not None else decorate
+
+
+def _to_login(request: HttpRequest) -> HttpResponse:
+    htmx = getattr(request, "htmx", None)
+    # Come back to the page, not to the fragment or the action that was refused.
+    page = (htmx.current_url_abs_path if htmx else None) or request.POST.get("next")
+    response = redirect_to_login(page or request.get_full_path())
+    return HttpResponseClientRedirect(response.url) if htmx else response

@@ -1,0 +1,73 @@
+"""The dashboard's one door into the engine: the querysets it reads and the actions it runs.
+
+Views and templates never query execution tables themselves; everything they
+show or change goes through this package, which uses the engine's own models
+and operations API (``steady_queue.models``, ``steady_queue.queue``). Its
+modules split it by subject; import from the package itself.
+"""
+
+from .actions import Outcome, act_on_job, act_on_jobs
+from .concurrency import ConcurrencyKey, concurrency_keys, release_next_blocked
+from .history import Attempt, Event, attempts, run_time, timeline
+from .job_queries import (
+    Tally,
+    activity,
+    argument_query,
+    arguments_preview,
+    capped_count,
+    display_arguments,
+    display_value,
+    find_job,
+    jobs,
+    listing_for,
+    status_counts,
+)
+from .processes import Health, ProcessNode, process_health, process_tree
+from .queues import Queue, pause_queue, queue, queue_names, queues, resume_queue
+from .recurring import (
+    find_recurring_task,
+    recurring_runs,
+    recurring_tasks,
+    run_recurring_task,
+    set_recurring_enabled,
+)
+
+__all__ = [
+    "Attempt",
+    "ConcurrencyKey",
+    "Event",
+    "Health",
+    "Outcome",
+    "ProcessNode",
+    "Queue",
+    "Tally",
+    "act_on_job",
+    "act_on_jobs",
+    "activity",
+    "argument_query",
+    "arguments_preview",
+    "attempts",
+    "capped_count",
+    "concurrency_keys",
+    "display_arguments",
+    "display_value",
+    "find_job",
+    "find_recurring_task",
+    "jobs",
+    "listing_for",
+    "pause_queue",
+    "process_health",
+    "process_tree",
+    "queue",
+    "queue_names",
+    "queues",
+    "recurring_runs",
+    "recurring_tasks",
+    "release_next_blocked",
+    "resume_queue",
+    "run_recurring_task",
+    "run_time",
+    "set_recurring_enabled",
+    "status_counts",
+    "timeline",
+]

@@ -1,0 +1,105 @@
+"""A job's story from its row: attempts, errors and the timeline (no queries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
+
+from steady_queue.models import Job
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    worker: str
+    started_at: datetime | None
+    finished_at: datetime | None = None
+    error: dict | None = None
+    running: bool = False
+
+    @property
+    def duration(self) -> timedelta | None:
+        end = self.finished_at or (timezone.now() if self.running else None)
+        return end - self.started_at if end and self.started_at else None
+
+
+@dataclass(frozen=True)
+class Event:
+    at: datetime
+    label: str
+    detail: str = ""
+    kind: str = ""
+
+
+def attempts(job: Job) -> list[Attempt]:
+    """Return every attempt of ``job``, the running one last."""
+    done = [
+        Attempt(
+            number=number,
+            worker=entry.get("worker_id") or "",
+            started_at=_parse_time(entry.get("started_at")),
+            finished_at=_parse_time(entry.get("finished_at")),
+            error=entry.get("error"),
+        )
+        for number, entry in enumerate(job.attempts or [], start=1)
+    ]
+    failed = getattr(job, "failed_execution", None)
+    if failed is not None and not (done and done[-1].error):
+        # A failure recorded outside a run (a dead worker's job) has no attempt entry.
+        error = {"exception_class": failed.exception_class, "message": failed.message}
+        error["traceback"] = failed.backtrace
+        done.append(Attempt(len(done) + 1, "", None, failed.created_at, error))
+    claimed = getattr(job, "claimed_execution", None)
+    if claimed is not None:
+        worker = claimed.process.name if claimed.process else _("in-process")
+        done.append(Attempt(len(done) + 1, worker, claimed.created_at, running=True))
+    return done
+
+
+def timeline(job: Job) -> list[Event]:
+    """Return what happened to ``job`` so far, oldest first."""
+    events = [Event(job.created_at, _("Enqueued"), job.queue_name)]
+    if job.scheduled_at:
+        events.append(Event(job.scheduled_at, _("Due"), kind="scheduled"))
+    for attempt in attempts(job):
+        events += _attempt_events(attempt)
+    execution = job.execution
+    waiting = {"ReadyExecution": _("Ready"), "BlockedExecution": _("Blocked")}
+    if type(execution).__name__ in waiting:
+        events.append(Event(execution.created_at, waiting[type(execution).__name__]))
+    if job.finished_at:
+        events.append(Event(job.finished_at, _("Finished"), kind="finished"))
+    return sorted(events, key=lambda event: event.at)
+
+
+def run_time(job: Job) -> timedelta | None:
+    """Return how long the job's last finished attempt ran (from its stored attempts only)."""
+    if not job.attempts:
+        return None
+    last = job.attempts[-1]
+    started, finished = _parse_time(last.get("started_at")), _parse_time(last.get("finished_at"))
+    return finished - started if started and finished else None
+
+
+def _attempt_events(attempt: Attempt) -> list[Event]:
+    label = _("Attempt %(n)s started") % {"n": attempt.number}
+    events = (
+        [Event(attempt.started_at, label, attempt.worker, "running")] if attempt.started_at else []
+    )
+    if attempt.finished_at:
+        failed = attempt.error is not None
+        label = _("Attempt %(n)s failed") if failed else _("Attempt %(n)s succeeded")
+        detail = attempt.error.get("exception_class", "") if failed else ""
+        kind = "failed" if failed else "finished"
+        events.append(Event(attempt.finished_at, label % {"n": attempt.number}, detail, kind))
+    return events
+
+
+def _parse_time(value: datetime | str | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return parse_datetime(value)

@@ -1,0 +1,57 @@
+"""Processes as a tree of supervisors and children, and their health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+import steady_queue
+from steady_queue import db
+from steady_queue.models import ClaimedExecution, Process
+
+
+@dataclass
+class ProcessNode:
+    process: Process
+    claimed: list[ClaimedExecution] = field(default_factory=list)
+    children: list[ProcessNode] = field(default_factory=list)
+
+    @property
+    def is_stale(self) -> bool:
+        threshold = timezone.now() - steady_queue.process_alive_threshold
+        return self.process.last_heartbeat_at < threshold
+
+
+def process_tree() -> list[ProcessNode]:
+    """Return supervisors with their children, and each worker's claimed jobs."""
+    nodes = {p.pk: ProcessNode(p) for p in Process.objects.using(db.alias()).order_by("pk")}
+    claims = ClaimedExecution.objects.using(db.alias()).filter(process__isnull=False)
+    for claim in claims.select_related("job").order_by("created_at"):
+        if claim.process_id in nodes:
+            nodes[claim.process_id].claimed.append(claim)
+    roots = []
+    for node in nodes.values():
+        parent = nodes.get(node.process.supervisor_id)
+        (parent.children if parent else roots).append(node)
+    return roots
+
+
+@dataclass(frozen=True)
+class Health:
+    kind: str
+    total: int
+    stale: int
+
+
+def process_health() -> list[Health]:
+    """Count processes by kind, and those whose heartbeat is overdue."""
+    threshold = timezone.now() - steady_queue.process_alive_threshold
+    rows = (
+        Process.objects.using(db.alias())
+        .values("kind")
+        .annotate(total=Count("pk"), stale=Count("pk", filter=Q(last_heartbeat_at__lt=threshold)))
+        .order_by("kind")
+    )
+    return [Health(row["kind"], row["total"], row["stale"]) for row in rows]

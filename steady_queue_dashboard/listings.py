@@ -1,0 +1,126 @@
+"""The job lists the dashboard shows, one per status, and how each is ordered and filtered."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listing:
+    """One status page: where its rows live and which columns index them."""
+
+    status: str
+    label: str | Promise
+    # Reverse one-to-one from Job to the execution table holding these jobs (None: finished).
+    execution: str | None
+    # Keyset order, all on the execution table where there is one (so that one index can
+    # serve it); every list ends with the job id so that the order is total.
+    ordering: tuple[str, ...]
+    # The column the time-range filter applies to.
+    time_field: str
+    time_label: str | Promise
+    # Filter queues/priorities on the execution row when it has them (its indexes do).
+    queue_field: str = "queue_name"
+    priority_field: str = "priority"
+    row_actions: tuple[str, ...] = ()
+    bulk_actions: tuple[str, ...] = ()
+    live: bool = False
+    empty: str | Promise = ""
+
+    @property
+    def select_related(self) -> tuple[str, ...]:
+        if self.status == "in-progress":
+            return ("claimed_execution", "claimed_execution__process")
+        return (self.execution,) if self.execution else ()
+
+
+LISTINGS: dict[str, Listing] = {
+    listing.status: listing
+    for listing in [
+        Listing(
+            status="pending",
+            label=_("Pending"),
+            execution="ready_execution",
+            # The workers' poll order: (priority DESC, job_id), served by the sq_poll_* indexes.
+            ordering=("-ready_execution__priority", "ready_execution__job_id"),
+            time_field="created_at",
+            time_label=_("Enqueued"),
+            queue_field="ready_execution__queue_name",
+            priority_field="ready_execution__priority",
+            row_actions=("discard",),
+            bulk_actions=("discard",),
+            empty=_("No job is waiting for a worker."),
+        ),
+        Listing(
+            status="scheduled",
+            label=_("Scheduled"),
+            execution="scheduled_execution",
+            # The dispatcher's order, served by the sq_dispatch_all index.
+            ordering=(
+                "scheduled_execution__scheduled_at",
+                "-scheduled_execution__priority",
+                "scheduled_execution__job_id",
+            ),
+            time_field="scheduled_execution__scheduled_at",
+            time_label=_("Due"),
+            queue_field="scheduled_execution__queue_name",
+            priority_field="scheduled_execution__priority",
+            row_actions=("dispatch", "discard"),
+            bulk_actions=("dispatch", "discard"),
+            empty=_("No job is scheduled for later."),
+        ),
+        Listing(
+            status="in-progress",
+            label=_("In progress"),
+            execution="claimed_execution",
+            ordering=("claimed_execution__created_at", "claimed_execution__job_id"),
+            time_field="claimed_execution__created_at",
+            time_label=_("Started"),
+            live=True,
+            empty=_("No job is running."),
+        ),
+        Listing(
+            status="blocked",
+            label=_("Blocked"),
+            execution="blocked_execution",
+            # The release order, served by the sq_blocked_release index.
+            ordering=(
+                "blocked_execution__concurrency_key",
+                "-blocked_execution__priority",
+                "blocked_execution__job_id",
+            ),
+            time_field="created_at",
+            time_label=_("Enqueued"),
+            queue_field="blocked_execution__queue_name",
+            priority_field="blocked_execution__priority",
+            row_actions=("release", "discard"),
+            bulk_actions=("discard",),
+            empty=_("No job is waiting for a concurrency slot."),
+        ),
+        Listing(
+            status="failed",
+            label=_("Failed"),
+            execution="failed_execution",
+            # Newest failures first, served by the sq_failed_recent index; ties by ascending
+            # id, the order InnoDB keeps the primary key in within a secondary index.
+            ordering=("-failed_execution__created_at", "failed_execution__job_id"),
+            time_field="failed_execution__created_at",
+            time_label=_("Failed"),
+            row_actions=("retry", "discard"),
+            bulk_actions=("retry", "discard"),
+            empty=_("No failed jobs. Nice."),
+        ),
+        Listing(
+            status="finished",
+            label=_("Finished"),
+            execution=None,
+            ordering=("-finished_at", "-pk"),
+            time_field="finished_at",
+            time_label=_("Finished"),
+            empty=_("No finished job is kept."),
+        ),
+    ]
+}

@@ -1,0 +1,280 @@
+"""Fill the queue tables with a large, realistic data set, to measure the dashboard.
+
+    manage.py steady_queue_dashboard_fill --finished 1000000 --failed 100000 \\
+        --scheduled 100000 --ready 10000
+
+Rows go in with bulk inserts and explicit ids, a batch per transaction; the
+tables are analyzed at the end so that the planner knows their size. Not for
+production databases: the jobs name tasks that do not exist.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.color import no_style
+from django.db.models import Max
+from django.utils import timezone
+
+from steady_queue import db
+from steady_queue.models import (
+    BlockedExecution,
+    ClaimedExecution,
+    FailedExecution,
+    Job,
+    Process,
+    ReadyExecution,
+    RecurringTask,
+    ScheduledExecution,
+    Semaphore,
+)
+
+TASKS = [
+    "billing.tasks.charge_card",
+    "billing.tasks.send_invoice",
+    "mail.tasks.send_welcome_email",
+    "mail.tasks.send_digest",
+    "reports.tasks.build_monthly_report",
+    "search.tasks.reindex_document",
+    "media.tasks.make_thumbnail",
+    "sync.tasks.pull_crm_contacts",
+]
+QUEUES = ["default", "real_time", "background", "low", "mailers"]
+ERRORS = [
+    ("billing.exceptions.CardDeclined", "Card ending 4242 was declined"),
+    ("requests.exceptions.ConnectionError", "Connection refused: api.example.com:443"),
+    ("builtins.KeyError", "'account_id'"),
+    ("django.db.utils.OperationalError", "deadlock detected"),
+]
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/steady_queue/perform.py", line 41, in perform\n'
+    "    return_value = _call(task, result, job)\n"
+    '  File "/app/billing/tasks.py", line 88, in charge_card\n'
+    "    gateway.charge(account, amount)\n"
+    "{cls}: {message}\n"
+)
+
+
+class Command(BaseCommand):
+    help = "Fill the queue tables with a large data set for measuring the dashboard."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sizes = [
+            ("finished", 1_000_000),
+            ("failed", 100_000),
+            ("scheduled", 100_000),
+            ("ready", 10_000),
+            ("blocked", 1_000),
+            ("claimed", 40),
+        ]
+        for name, default in sizes:
+            parser.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
+        parser.add_argument("--days", type=int, default=7, help="spread finished jobs over")
+        parser.add_argument("--batch-size", type=int, default=5_000)
+        parser.add_argument("--seed", type=int, default=42)
+
+    def handle(self, *args, **options) -> None:
+        self.random = random.Random(options["seed"])
+        self.now = timezone.now()
+        self.batch_size = options["batch_size"]
+        self.next_id = (Job.objects.using(db.alias()).aggregate(top=Max("pk"))["top"] or 0) + 1
+        started = time.monotonic()
+        workers = self._processes(max(1, options["claimed"] // 10))
+        self._fill("finished", options["finished"], self._finished(options["days"]))
+        self._fill("failed", options["failed"], self._failed)
+        self._fill("scheduled", options["scheduled"], self._scheduled)
+        self._fill("ready", options["ready"], self._ready)
+        self._fill("blocked", options["blocked"], self._blocked)
+        self._fill("claimed", options["claimed"], self._claimed(workers))
+        self._recurring_tasks()
+        self._reset_sequence_and_analyze()
+        self.stdout.write(f"Done in {time.monotonic() - started:.1f}s.")
+
+    def _fill(self, label: str, count: int, build: Callable[[Job], list]) -> None:
+        """Insert ``count`` jobs, each with the execution rows ``build`` returns."""
+        started = time.monotonic()
+        for batch in _batches(count, self.batch_size):
+            jobs = [self._job() for _ in range(batch)]
+            executions = [row for job in jobs for row in build(job)]
+            with db.atomic():
+                Job.objects.using(db.alias()).bulk_create(jobs)
+                for model in {type(row) for row in executions}:
+                    rows = [row for row in executions if type(row) is model]
+                    model.objects.using(db.alias()).bulk_create(rows)
+        self.stdout.write(f"{count:>9,} {label} jobs in {time.monotonic() - started:.1f}s")
+
+    def _job(self) -> Job:
+        pick = self.random
+        job = Job(
+            pk=self.next_id,
+            queue_name=pick.choice(QUEUES),
+            task_path=pick.choice(TASKS),
+            arguments={"args": [self.next_id], "kwargs": {"account_id": pick.randrange(5_000)}},
+            priority=pick.choice([0, 0, 0, 5, 10, -5]),
+            created_at=self.now - timedelta(seconds=pick.uniform(0, 3_600)),
+        )
+        self.next_id += 1
+        return job
+
+    def _finished(self, days: int) -> Callable[[Job], list]:
+        def build(job: Job) -> list:
+            job.finished_at = self.now - timedelta(seconds=self.random.uniform(0, days * 86_400))
+            started = job.finished_at - timedelta(milliseconds=self.random.uniform(5, 4_000))
+            job.created_at = started - timedelta(seconds=self.random.uniform(0, 30))
+            job.attempts = [_attempt(started, job.finished_at)]
+            job.return_value = {"ok": True}
+            return []
+
+        return build
+
+    def _failed(self, job: Job) -> list:
+        cls, message = self.random.choice(ERRORS)
+        failed_at = self.now - timedelta(seconds=self.random.uniform(0, 3 * 86_400))
+        started = failed_at - timedelta(milliseconds=self.random.uniform(5, 2_000))
+        job.created_at = started - timedelta(seconds=self.random.uniform(0, 30))
+        traceback = TRACEBACK.format(cls=cls, message=message)
+        error = {"exception_class": cls, "message": message, "traceback": traceback}
+        job.attempts = [_attempt(started, failed_at, error)]
+        return [
+            FailedExecution(
+                job=job,
+                exception_class=cls,
+                message=message,
+                backtrace=traceback,
+                created_at=failed_at,
+            )
+        ]
+
+    def _scheduled(self, job: Job) -> list:
+        job.scheduled_at = self.now + timedelta(seconds=self.random.uniform(-60, 14 * 86_400))
+        return [
+            ScheduledExecution(
+                job=job,
+                queue_name=job.queue_name,
+                priority=job.priority,
+                scheduled_at=job.scheduled_at,
+            )
+        ]
+
+    def _ready(self, job: Job) -> list:
+        return [ReadyExecution(job=job, queue_name=job.queue_name, priority=job.priority)]
+
+    def _blocked(self, job: Job) -> list:
+        job.task_path = "billing.tasks.charge_card"
+        job.concurrency_key = f"billing.tasks.charge_card/account-{self.random.randrange(100)}"
+        Semaphore.objects.using(db.alias()).get_or_create(
+            key=job.concurrency_key, defaults={"value": 0, "expires_at": self.now + _minutes(3)}
+        )
+        return [
+            BlockedExecution(
+                job=job,
+                queue_name=job.queue_name,
+                priority=job.priority,
+                concurrency_key=job.concurrency_key,
+                expires_at=self.now + _minutes(3),
+            )
+        ]
+
+    def _claimed(self, workers: list[Process]) -> Callable[[Job], list]:
+        def build(job: Job) -> list:
+            started = self.now - timedelta(seconds=self.random.uniform(1, 600))
+            job.progress = {"current": self.random.randrange(100), "total": 100, "message": ""}
+            worker = self.random.choice(workers)
+            return [ClaimedExecution(job=job, process=worker, created_at=started)]
+
+        return build
+
+    def _processes(self, count: int) -> list[Process]:
+        processes = Process.objects.using(db.alias())
+        supervisor = processes.create(kind="Supervisor", name=_name("supervisor"), pid=1000)
+        metadata = {"queues": "*", "threads": 5, "polling_interval": 0.1}
+        children = [
+            Process(
+                kind="Worker",
+                name=_name(f"worker-{n}"),
+                pid=1001 + n,
+                hostname="bench",
+                supervisor=supervisor,
+                metadata=metadata,
+            )
+            for n in range(count)
+        ]
+        children.append(
+            Process(
+                kind="Dispatcher",
+                name=_name("dispatcher"),
+                pid=1000 + count + 1,
+                supervisor=supervisor,
+            )
+        )
+        processes.bulk_create(children)
+        return [child for child in children if child.kind == "Worker"]
+
+    def _recurring_tasks(self) -> None:
+        schedules = {
+            "nightly-report": "0 3 * * *",
+            "hourly-sync": "0 * * * *",
+            "digest": "*/15 * * * *",
+        }
+        for key, schedule in schedules.items():
+            RecurringTask.objects.using(db.alias()).get_or_create(
+                key=key,
+                defaults={"schedule": schedule, "task_path": TASKS[0], "static": False},
+            )
+
+    def _reset_sequence_and_analyze(self) -> None:
+        connection = db.connection()
+        statements = connection.ops.sequence_reset_sql(no_style(), [Job])
+        with connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+            for statement in _analyze_statements(connection.vendor):
+                cursor.execute(statement)
+
+
+def _batches(total: int, size: int) -> Iterator[int]:
+    while total > 0:
+        yield min(size, total)
+        total -= size
+
+
+def _attempt(started: datetime, finished: datetime, error: dict | None = None) -> dict:
+    return {
+        "worker_id": "worker-0",
+        "started_at": started.isoformat(),
+        "finished_at": finished.isoformat(),
+        "error": error,
+    }
+
+
+def _minutes(n: int) -> timedelta:
+    return timedelta(minutes=n)
+
+
+def _name(base: str) -> str:
+    return f"{base}-{random.randrange(16**6):06x}"
+
+
+def _analyze_statements(vendor: str) -> list[str]:
+    tables = [
+        model._meta.db_table
+        for model in (
+            Job,
+            ReadyExecution,
+            ScheduledExecution,
+            FailedExecution,
+            BlockedExecution,
+            ClaimedExecution,
+        )
+    ]
+    if vendor == "postgresql":
+        # VACUUM also sets the visibility map, which index-only scans need after bulk loads.
+        return [f"VACUUM ANALYZE {table}" for table in tables]
+    if vendor == "mysql":
+        return [f"ANALYZE TABLE {table}" for table in tables]
+    return ["ANALYZE"]

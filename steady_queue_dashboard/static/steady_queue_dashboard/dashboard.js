@@ -1,0 +1,32 @@
+// Steady Queue dashboard: the few behaviours that need a script. Everything works without it.
+(function () {
+  "use strict";
+  var KEY = "steady-queue-dashboard-live";
+
+  // Live updates: polled regions use hx-trigger="every Ns [sqLive()]"; the switch pauses them.
+  window.sqLive = function () {
+    var box = document.getElementById("sq-live");
+    return !box || box.checked;
+  };
+
+  function setUpLiveToggle() {
+    var box = document.getElementById("sq-live");
+    if (!box) return;
+    box.checked = localStorage.getItem(KEY) !== "paused";
+    box.addEventListener("change", function () {
+      localStorage.setItem(KEY, box.checked ? "live" : "paused");
+    });
+    box.closest("label").hidden = false;
+  }
+
+  // "Select all" checkboxes tick every row checkbox of their table.
+  document.addEventListener("change", function (event) {
+    var all = event.target.closest("[data-select-all]");
+    if (!all) return;
+    all.closest("table").querySelectorAll("input[name=ids]").forEach(function (box) {
+      box.checked = all.checked;
+    });
+  });
+
+  document.addEventListener("DOMContentLoaded", setUpLiveToggle);
+})();

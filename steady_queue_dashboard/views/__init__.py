@@ -1,0 +1,1 @@
+"""The dashboard's views: one small function per page or action."""

@@ -1,0 +1,76 @@
+"""Queues: their size, latency and pause state; one queue's pending jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from .. import adapter, audit, charts
+from ..access import guard
+from ..joblist import JobList
+from ..listings import LISTINGS
+from .rendering import acted, render_page
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    queue: adapter.Queue
+    latency_bar: float
+
+
+def queue_rows(queues: list[adapter.Queue]) -> list[QueueRow]:
+    """Pair each queue with a latency bar scaled to the slowest queue."""
+    seconds = {q.name: q.latency.total_seconds() if q.latency else 0 for q in queues}
+    widths = charts.meter_widths(seconds)
+    return [QueueRow(queue, widths[queue.name]) for queue in queues]
+
+
+@require_safe
+@guard
+def queue_list(request: HttpRequest) -> HttpResponse:
+    return render_page(
+        request,
+        "steady_queue_dashboard/queues/list.html",
+        {"queues": queue_rows(adapter.queues())},
+        fragment="steady_queue_dashboard/queues/_table.html",
+        section="queues",
+    )
+
+
+@require_safe
+@guard
+def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
+    params = request.GET.copy()
+    params["queue"] = name
+    listing = LISTINGS["pending"]
+    jobs = JobList(listing, params)
+    context = {
+        "queue": adapter.queue(name),
+        "listing": listing,
+        "jobs": jobs,
+        "page": jobs.page(),
+    }
+    return render_page(
+        request,
+        "steady_queue_dashboard/queues/detail.html",
+        context,
+        fragment="steady_queue_dashboard/queues/_detail.html",
+        section="queues",
+    )
+
+
+@guard(action=True)
+def queue_pause(request: HttpRequest, name: str) -> HttpResponse:
+    outcome = adapter.pause_queue(name)
+    audit.record(request, "pause", f"queue {name}", outcome)
+    return acted(request, outcome, reverse("steady_queue_dashboard:queue-list"))
+
+
+@guard(action=True)
+def queue_resume(request: HttpRequest, name: str) -> HttpResponse:
+    outcome = adapter.resume_queue(name)
+    audit.record(request, "resume", f"queue {name}", outcome)
+    return acted(request, outcome, reverse("steady_queue_dashboard:queue-list"))

@@ -1,0 +1,58 @@
+"""Recurring tasks: schedules, next and last runs; run now, enable and disable."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from .. import adapter, audit
+from ..access import guard
+from .rendering import acted, render_page
+
+
+@require_safe
+@guard
+def recurring_list(request: HttpRequest) -> HttpResponse:
+    return render_page(
+        request,
+        "steady_queue_dashboard/recurring/list.html",
+        {"tasks": adapter.recurring_tasks()},
+        fragment="steady_queue_dashboard/recurring/_table.html",
+        section="recurring",
+    )
+
+
+@require_safe
+@guard
+def recurring_detail(request: HttpRequest, key: str) -> HttpResponse:
+    task = adapter.find_recurring_task(key)
+    if task is None:
+        raise Http404(f"No recurring task {key!r}.")
+    return render_page(
+        request,
+        "steady_queue_dashboard/recurring/detail.html",
+        {"task": task, "runs": adapter.recurring_runs(task)},
+        fragment="steady_queue_dashboard/recurring/_detail.html",
+        section="recurring",
+    )
+
+
+@guard(action=True)
+def recurring_run(request: HttpRequest, key: str) -> HttpResponse:
+    return _record(request, "run now", key, adapter.run_recurring_task(key))
+
+
+@guard(action=True)
+def recurring_enable(request: HttpRequest, key: str) -> HttpResponse:
+    return _record(request, "enable", key, adapter.set_recurring_enabled(key, True))
+
+
+@guard(action=True)
+def recurring_disable(request: HttpRequest, key: str) -> HttpResponse:
+    return _record(request, "disable", key, adapter.set_recurring_enabled(key, False))
+
+
+def _record(request: HttpRequest, action: str, key: str, outcome: adapter.Outcome) -> HttpResponse:
+    audit.record(request, action, f"recurring task {key}", outcome)
+    return acted(request, outcome, reverse("steady_queue_dashboard:recurring-list"))

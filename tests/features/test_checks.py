@@ -1,0 +1,104 @@
+"""``manage.py check`` names each misconfiguration of the features clearly."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+
+import steady_queue
+from steady_queue.recurring_checks import check_recurring_tasks
+from steady_queue.recurring_task import recurring
+from steady_queue.routers import check_queue_database
+from tests import tasks as foundation_tasks
+from tests.features import tasks
+
+
+def messages(errors) -> list[str]:
+    return [f"{error.id} {error.msg}" for error in errors]
+
+
+def test_valid_declarations_pass(declared):
+    recurring(schedule="*/5 * * * *", key="fine", args=(1,), queue_name="low")(tasks.tick)
+    assert check_recurring_tasks() == []
+
+
+def test_an_invalid_schedule_is_reported_with_the_key_and_the_reason(declared):
+    recurring(schedule="61 * * * *", key="nightly report")(tasks.tick)
+    assert messages(check_recurring_tasks()) == [
+        "steady_queue.E202 Recurring task 'nightly report': "
+        "schedule '61 * * * *' is invalid: [61 * * * *] is not acceptable, out of range."
+    ]
+
+
+def test_a_schedule_with_too_few_fields_is_reported(declared):
+    recurring(schedule="every day", key="words")(tasks.tick)
+    [error] = check_recurring_tasks()
+    assert "'words': schedule 'every day' is invalid: Exactly 5, 6 or 7 columns" in error.msg
+
+
+def test_duplicate_keys_are_reported(declared):
+    recurring(schedule="@daily", key="twice")(tasks.tick)
+    recurring(schedule="@hourly", key="twice")(foundation_tasks.noop)
+    assert messages(check_recurring_tasks()) == [
+        "steady_queue.E201 Recurring task key 'twice' is declared more than once."
+    ]
+
+
+def test_an_unknown_queue_is_reported(declared):
+    recurring(schedule="@daily", key="lost", queue_name="nowhere")(tasks.tick)
+    assert messages(check_recurring_tasks()) == [
+        "steady_queue.E202 Recurring task 'lost': "
+        "queue 'nowhere' is not in TASKS['default']['QUEUES']."
+    ]
+
+
+def test_arguments_that_cannot_be_stored_are_reported(declared):
+    recurring(schedule="@daily", key="bad args", args=(object(),))(tasks.tick)
+    [error] = check_recurring_tasks()
+    assert error.msg.startswith("Recurring task 'bad args': its arguments cannot be stored:")
+
+
+def test_bad_priority_and_catch_up_are_reported(declared):
+    recurring(schedule="@daily", key="odd", priority=500, catch_up=timedelta(0))(tasks.tick)
+    assert messages(check_recurring_tasks()) == [
+        "steady_queue.E202 Recurring task 'odd': catch_up must be a positive timedelta.",
+        "steady_queue.E202 Recurring task 'odd': priority 500 is outside -100..100.",
+    ]
+
+
+@pytest.mark.django_db
+def test_manage_py_check_fails_on_them(declared):
+    recurring(schedule="* * *", key="broken")(tasks.tick)
+    with pytest.raises(SystemCheckError, match="Recurring task 'broken': schedule"):
+        call_command("check", stdout=StringIO(), stderr=StringIO())
+
+
+def test_an_unknown_queue_database_is_reported(monkeypatch):
+    monkeypatch.setattr(steady_queue, "database", "queue")
+    assert messages(check_queue_database()) == [
+        "steady_queue.E211 steady_queue.database is 'queue', which is not in DATABASES."
+    ]
+
+
+def test_a_queue_database_without_the_router_is_reported(monkeypatch):
+    from django.conf import settings
+
+    monkeypatch.setitem(settings.DATABASES, "queue", settings.DATABASES["default"])
+    monkeypatch.setattr(steady_queue, "database", "queue")
+    [error] = check_queue_database()
+    assert error.id == "steady_queue.E212"
+    assert "SteadyQueueRouter is not in DATABASE_ROUTERS" in error.msg
+
+
+def test_bad_decorator_arguments_fail_at_import_with_the_reason():
+    from steady_queue.concurrency import limits_concurrency
+    from steady_queue.retries import retry_policy
+
+    with pytest.raises(ValueError, match="on_conflict"):
+        limits_concurrency(key="k", on_conflict="queue")
+    with pytest.raises(ValueError, match="attempts"):
+        retry_policy(attempts=0)

@@ -1,0 +1,13 @@
+#!/usr/bin/env python
+"""manage.py for the test settings: ``python tests/manage.py steady_queue``."""
+
+import os
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)

@@ -1,0 +1,144 @@
+"""The one-statement paths (PostgreSQL) and the ORM paths (elsewhere) do the same thing.
+
+Every test runs on each database: what differs is only how many statements it takes,
+which the counting tests pin down per database.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from steady_queue.backend import enqueue_all
+from steady_queue.compat import TaskResultStatus, default_task_backend
+from steady_queue.models import ClaimedExecution, Job, Pause, Process, ReadyExecution
+from steady_queue.perform import perform
+from steady_queue.processes.worker import Worker
+from tests import tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+POSTGRES = connection.vendor == "postgresql"
+AWKWARD = ["tab\there", "new\nline", "back\\slash \\N", 'quote "', "é☃ unicode", "", None]
+
+
+@pytest.fixture
+def worker_process() -> Process:
+    return Process.register(kind=Process.Kind.WORKER, name="worker-fast", pid=os.getpid())
+
+
+def test_bulk_enqueue_stores_every_value_exactly():
+    past = timezone.now() - timedelta(minutes=5)
+    results = enqueue_all(
+        [
+            (tasks.echo, (*AWKWARD, Decimal("1.10")), {"when": datetime(2030, 1, 2, tzinfo=UTC)}),
+            (tasks.add.using(priority=-7, queue_name="low"), (1, 2), {}),
+            (tasks.add.using(run_after=past), (3, 4), {}),
+        ]
+    )
+
+    echo, low, late = (Job.objects.get(pk=int(result.id)) for result in results)
+    assert default_task_backend.get_result(results[0].id).args == [*AWKWARD, "1.10"]
+    assert echo.arguments == Job.objects.get(pk=echo.pk).arguments
+    assert (low.priority, low.queue_name, low.attempts, low.finished_at) == (-7, "low", [], None)
+    assert late.scheduled_at == past
+    assert set(ReadyExecution.objects.values_list("job_id", "queue_name", "priority")) == {
+        (echo.pk, "default", 0),
+        (low.pk, "low", -7),
+        (late.pk, "default", 0),
+    }
+    perform(ReadyExecution.claim(["default"], 1, None)[0])
+    (args, kwargs), *_ = tasks.CALLS
+    assert args == (*AWKWARD, Decimal("1.10"))
+    assert kwargs == {"when": datetime(2030, 1, 2, tzinfo=UTC)}
+
+
+def test_bulk_enqueue_numbers_jobs_in_call_order():
+    results = enqueue_all([(tasks.add, (i, i), {}) for i in range(300)])
+
+    ids = [int(result.id) for result in results]
+    assert ids == sorted(ids)
+    stored = dict(Job.objects.values_list("pk", "arguments"))
+    assert [stored[pk]["args"] for pk in ids] == [[i, i] for i in range(300)]
+
+
+def test_claim_then_run_costs_a_fixed_number_of_statements(
+    worker_process, django_assert_num_queries
+):
+    enqueue_all([(tasks.add, (i, i), {}) for i in range(5)])
+
+    # PostgreSQL: one statement claims the five jobs, one per job finishes it. Elsewhere:
+    # the pauses, then BEGIN, lock, insert claims, load jobs, delete ready, COMMIT; per
+    # job BEGIN, delete the claim (its lock), update the job, COMMIT.
+    with django_assert_num_queries(1 + 5 if POSTGRES else 7 + 5 * 4):
+        for claimed in ReadyExecution.claim(["*"], 5, worker_process):
+            perform(claimed)
+
+    assert Job.objects.filter(finished_at__isnull=False).count() == 5
+    assert not ClaimedExecution.objects.exists()
+
+
+def test_a_busy_thread_records_each_job_and_claims_the_next_in_one_statement(
+    worker_process, django_assert_num_queries
+):
+    enqueue_all([(tasks.add, (i, i), {}) for i in range(5)])
+    worker = Worker(queues=["*"], threads=1)
+    worker.process = worker_process
+    first = ReadyExecution.claim(["*"], 1, worker_process)[0]
+
+    # PostgreSQL: per job, one statement records it and claims the next. Elsewhere: per
+    # job, the transaction recording it (4) and the poll claiming the next (7; the last,
+    # empty one: the pauses, BEGIN, the select, COMMIT).
+    with django_assert_num_queries(5 if POSTGRES else 5 * 4 + 4 * 7 + 4):
+        worker.pool.run(first)  # as a worker thread does, until nothing is left
+
+    assert Job.objects.filter(finished_at__isnull=False).count() == 5
+    assert not ClaimedExecution.objects.exists() and not ReadyExecution.objects.exists()
+
+
+def test_claims_take_the_best_jobs_first_and_record_their_start(worker_process):
+    enqueue_all([(tasks.add.using(priority=p), (p, 0), {}) for p in (0, 5, -3, 5)])
+    before = timezone.now()
+
+    claimed = ReadyExecution.claim(["*"], 3, worker_process)
+
+    assert [c.job.priority for c in claimed] == [5, 5, 0]
+    assert [c.job_id for c in claimed][:2] == sorted(c.job_id for c in claimed[:2])
+    stored = ClaimedExecution.objects.get(job_id=claimed[0].job_id)
+    assert stored.process_id == worker_process.pk and stored.created_at >= before
+    assert claimed[0].job.claimed_execution is claimed[0]  # nothing re-fetched to run it
+    assert ReadyExecution.objects.get().job.priority == -3
+
+
+def test_claims_follow_the_queue_order_and_skip_paused_queues(worker_process):
+    for queue in ("default", "real_time", "low"):
+        enqueue_all([(tasks.add.using(queue_name=queue), (1, 1), {})] * 2)
+    Pause.objects.create(queue_name="real_time")
+
+    exact = ReadyExecution.claim(["real_time", "low", "default"], 3, worker_process)
+    everything = ReadyExecution.claim(["*"], 5, worker_process)
+
+    assert [c.job.queue_name for c in exact] == ["low", "low", "default"]
+    assert [c.job.queue_name for c in everything] == ["default"]
+    Pause.objects.all().delete()
+    assert [c.job.queue_name for c in ReadyExecution.claim(["real*"], 5, worker_process)] == [
+        "real_time",
+        "real_time",
+    ]
+
+
+def test_finishing_records_the_attempt_and_return_value(worker_process):
+    result = tasks.greet.enqueue("Ada", times=2)
+
+    perform(ReadyExecution.claim(["*"], 1, worker_process)[0])
+
+    job = Job.objects.get(pk=int(result.id))
+    assert job.return_value == "Hello, AdaHello, Ada"
+    assert [attempt["worker_id"] for attempt in job.attempts] == ["worker-fast"]
+    assert job.attempts[0]["error"] is None and job.finished_at is not None
+    assert default_task_backend.get_result(result.id).status == TaskResultStatus.SUCCESSFUL

@@ -1,0 +1,26 @@
+"""Configurations the process tests start ``manage.py steady_queue --config`` with."""
+
+from steady_queue.configuration import Configuration
+
+FAST = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
+    workers=[Configuration.Worker(queues=["*"], threads=3, polling_interval=0.05)],
+)
+WORKER = Configuration.Options(
+    dispatchers=[],
+    workers=[Configuration.Worker(queues=["*"], threads=2, polling_interval=0.05)],
+)
+ONE_THREAD = Configuration.Options(
+    dispatchers=[],
+    workers=[Configuration.Worker(queues=["*"], threads=1, polling_interval=0.05)],
+)
+QUEUE_ORDER = Configuration.Options(
+    dispatchers=[],
+    workers=[
+        Configuration.Worker(queues=["real_time", "background"], threads=1, polling_interval=0.05)
+    ],
+)
+SCALE = Configuration.Options(
+    dispatchers=[],
+    workers=[Configuration.Worker(queues=["*"], threads=4, processes=2, polling_interval=0.05)],
+)

@@ -1,0 +1,38 @@
+"""Settings of the ``manage.py steady_queue`` subprocesses started by the process tests.
+
+The tests pass the test database's name and short timings through the environment.
+"""
+
+import os
+from datetime import timedelta
+
+import steady_queue
+from steady_queue import hooks
+from tests.settings import *  # noqa: F403
+from tests.settings import DATABASES
+
+DATABASES["default"]["NAME"] = os.environ["SQ_PROCESS_DB_NAME"]
+
+
+def _seconds(variable: str, default: float) -> timedelta:
+    return timedelta(seconds=float(os.environ.get(variable, default)))
+
+
+steady_queue.process_heartbeat_interval = _seconds("SQ_HEARTBEAT_INTERVAL", 0.5)
+steady_queue.process_alive_threshold = _seconds("SQ_ALIVE_THRESHOLD", 60)
+steady_queue.shutdown_timeout = _seconds("SQ_SHUTDOWN_TIMEOUT", 5)
+steady_queue.supervisor_pidfile = os.environ.get("SQ_SUPERVISOR_PIDFILE") or None
+
+
+def _record_hook(event: str):
+    def hook(process) -> None:
+        with open(os.environ["SQ_HOOKS_LOG"], "a") as log:
+            log.write(f"{process.kind} {event} {os.getpid()}\n")
+
+    return hook
+
+
+if os.environ.get("SQ_HOOKS_LOG"):
+    for _event in ("start", "stop"):
+        for _kind in ("", "worker_", "dispatcher_", "scheduler_"):
+            getattr(hooks, f"on_{_kind}{_event}")(_record_hook(_event))
