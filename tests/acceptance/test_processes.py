@@ -21,7 +21,7 @@ from tests.acceptance.tasks import (
     timed_interval,
     write_line,
 )
-from tests.processes.conftest import has_exited, wait_until
+from tests.processes.conftest import freeze, has_exited, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -440,7 +440,7 @@ def test_frozen_worker_is_pruned_and_its_late_finish_changes_nothing(
     result = hold_until.enqueue(str(log), "frozen", str(release))
     wait_until(lambda: lines(log, "start") == ["frozen"], what="the job to start")
 
-    os.kill(worker.pid, signal.SIGSTOP)  # no more heartbeats
+    freeze(worker)  # no more heartbeats
     try:
         wait_until(lambda: status(result) == "FAILED", timeout=20, what="the prune")
     finally:

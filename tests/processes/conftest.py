@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from steady_queue.models import Job, Process
 
@@ -45,6 +46,44 @@ def has_exited(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return state in ("Z", "X")
+
+
+def freeze(process: Process, timeout: float = 20.0) -> None:
+    """SIGSTOP ``process`` at a moment it holds no lock its supervisor's prune needs.
+
+    Stopped inside a write (SQLite: the database's write lock; PostgreSQL and MariaDB:
+    its process row, during a heartbeat), the process would block the prune until it
+    resumes. That is the database's locking, not what these tests are about, so try
+    again a moment later.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        os.kill(process.pid, signal.SIGSTOP)
+        if not _holds_a_lock(process):
+            return
+        os.kill(process.pid, signal.SIGCONT)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process} kept holding a database lock for {timeout}s")
+        time.sleep(0.01)
+
+
+def _holds_a_lock(process: Process) -> bool:
+    if connection.vendor == "sqlite":
+        probe = sqlite3.connect(connection.settings_dict["NAME"], timeout=0.2)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.rollback()
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            probe.close()
+        return False
+    try:
+        with transaction.atomic():
+            Process.objects.select_for_update(nowait=True).filter(pk=process.pk).exists()
+    except DatabaseError:
+        return True
+    return False
 
 
 class RunLog:

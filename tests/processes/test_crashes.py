@@ -9,7 +9,7 @@ import pytest
 
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process
 from tests.processes import tasks
-from tests.processes.conftest import has_exited, wait_until
+from tests.processes.conftest import freeze, has_exited, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -77,7 +77,7 @@ def test_process_with_expired_heartbeat_is_pruned_and_a_late_finish_changes_noth
     job_id = hold(run_log, tmp_path)
     worker = Process.objects.get(kind=Process.Kind.WORKER)
 
-    os.kill(worker.pid, signal.SIGSTOP)  # frozen: no heartbeats, the job is still "running"
+    freeze(worker)  # frozen: no heartbeats, the job is still "running"
     try:
         failure = wait_until(lambda: failure_of(job_id), what="the job to fail")
         assert failure.exception_class == PRUNED_ERROR
