@@ -18,10 +18,10 @@ from .compat import (
     Task,
     TaskResult,
     TaskResultDoesNotExist,
-    TaskResultStatus,
     task_backends,
     task_enqueued,
 )
+from .concurrency import limit_for
 from .retries import SteadyQueueTask
 
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
@@ -83,7 +83,6 @@ class SteadyQueueBackend(BaseTaskBackend):
         kwargs: Mapping[str, Any],
         validated: set[int] | None = None,
     ):
-        from .concurrency import limit_for
         from .models import Job
 
         if task.backend != self.alias:
@@ -112,13 +111,13 @@ class SteadyQueueBackend(BaseTaskBackend):
 
     def _new_result(self, job, task: Task) -> TaskResult:
         from .models.job_executable import EXECUTION_RELATIONS
-        from .results import result_for
+        from .results import enqueued_result
 
         for relation in EXECUTION_RELATIONS:
             job._state.fields_cache[relation] = None
         if isinstance(task.run_after, timedelta):  # the result shows when it is due
             task = task.using(run_after=job.scheduled_at)
-        return result_for(job, task, status=TaskResultStatus.READY)
+        return enqueued_result(job, task)
 
 
 def scheduled_at(run_after: datetime | timedelta | None) -> datetime | None:

@@ -58,6 +58,25 @@ def result_for(
     return result
 
 
+def enqueued_result(job: Job, task: Task) -> TaskResult:
+    """The TaskResult of a job just enqueued: nothing to look up, it has not run yet."""
+    args, kwargs = arguments.display(job.arguments)
+    return TaskResult(
+        task=task,
+        id=str(job.pk),
+        status=TaskResultStatus.READY,
+        enqueued_at=job.created_at,
+        started_at=None,
+        last_attempted_at=None,
+        finished_at=None,
+        args=args,
+        kwargs=kwargs,
+        backend=job.backend,
+        errors=[],
+        worker_ids=[],
+    )
+
+
 def _worker_id(claimed) -> str:
     return claimed.process.name if claimed.process_id and claimed.process else "in-process"
 
