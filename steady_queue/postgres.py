@@ -38,22 +38,35 @@ def in_use() -> bool:
 
 def enqueue_ready(job: Job, now: datetime) -> None:
     """Insert ``job`` (due, not concurrency-limited) with its ready execution, and notify."""
-    from .models import Job, ReadyExecution
 
     connection = db.connection()
-    fields = [field for field in Job._meta.concrete_fields if not field.primary_key]
+    fields = job_fields()
     values = [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
-    sql = (
+    with connection.cursor() as cursor:
+        cursor.execute(_enqueue_sql(), [*values, now, notify.READY_CHANNEL])
+        job.pk = cursor.fetchone()[0]
+    job._state.adding, job._state.db = False, db.alias()
+
+
+def job_fields() -> list[Field]:
+    """The jobs table's columns an insert writes: all but the id."""
+    from .models import Job
+
+    return [field for field in Job._meta.concrete_fields if not field.primary_key]
+
+
+@functools.cache
+def _enqueue_sql() -> str:
+    from .models import Job, ReadyExecution
+
+    fields = job_fields()
+    return (
         f"WITH job AS (INSERT INTO {table(Job)} ({_columns(fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, queue_name, priority), "
         f"ready AS (INSERT INTO {table(ReadyExecution)} ({READY_COLUMNS}) "
         "SELECT id, queue_name, priority, %s FROM job) "
         "SELECT id, pg_notify(%s, queue_name) FROM job"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*values, now, notify.READY_CHANNEL])
-        job.pk = cursor.fetchone()[0]
-    job._state.adding, job._state.db = False, db.alias()
 
 
 def claim(queues: list[str], limit: int, process: Process | None) -> list[ClaimedExecution]:

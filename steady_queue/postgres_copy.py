@@ -24,7 +24,7 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
     """
     from .models import Job, ReadyExecution
 
-    fields = [field for field in Job._meta.concrete_fields if not field.primary_key]
+    fields = postgres.job_fields()
     calls, params = notify.ready_calls(job.queue_name for job in jobs)
     with db.atomic(), db.connection().cursor() as cursor:
         cursor.execute(
