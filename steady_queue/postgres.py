@@ -1,4 +1,4 @@
-"""The hot paths in one statement each on PostgreSQL: enqueue, claim and finish a job.
+"""The hot paths in one statement each on PostgreSQL: claim and finish a job.
 
 The ORM needs a transaction of several statements for each (BEGIN, two or three
 writes, COMMIT): every one a round trip, plus Python overhead. PostgreSQL runs
@@ -6,20 +6,20 @@ data-modifying CTEs as one atomic statement, so in autocommit each path here is 
 single round trip with the same all-or-nothing effect, and the same locking as the
 ORM path it replaces (SKIP LOCKED for the claim; a row lock on the claim to finish).
 Other databases, and the uncommon cases (scheduled or concurrency-limited jobs,
-failures), keep the ORM paths. Bulk enqueue with COPY is in postgres_copy.
+failures), keep the ORM paths. Enqueue, one job or many, is in postgres_enqueue.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Field
 from django.utils import timezone
 
-from . import db, notify
+from . import db
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -27,46 +27,12 @@ if TYPE_CHECKING:
     from .models import ClaimedExecution, Job, Process
 
 
-READY_COLUMNS = "job_id, queue_name, priority, created_at"
 ONLY_WHEN_ASKED = 2**31 - 1
 
 
 def in_use() -> bool:
     """Whether the queue database is PostgreSQL, where these statements apply."""
     return db.connection().vendor == "postgresql"
-
-
-def enqueue_ready(job: Job, now: datetime) -> None:
-    """Insert ``job`` (due, not concurrency-limited) with its ready execution, and notify."""
-
-    connection = db.connection()
-    fields = job_fields()
-    values = [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(_enqueue_sql(), [*values, now, notify.READY_CHANNEL])
-        job.pk = cursor.fetchone()[0]
-    job._state.adding, job._state.db = False, db.alias()
-
-
-def job_fields() -> list[Field]:
-    """The jobs table's columns an insert writes: all but the id."""
-    from .models import Job
-
-    return [field for field in Job._meta.concrete_fields if not field.primary_key]
-
-
-@functools.cache
-def _enqueue_sql() -> str:
-    from .models import Job, ReadyExecution
-
-    fields = job_fields()
-    return (
-        f"WITH job AS (INSERT INTO {table(Job)} ({_columns(fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, queue_name, priority), "
-        f"ready AS (INSERT INTO {table(ReadyExecution)} ({READY_COLUMNS}) "
-        "SELECT id, queue_name, priority, %s FROM job) "
-        "SELECT id, pg_notify(%s, queue_name) FROM job"
-    )
 
 
 def claim(queues: list[str], limit: int, process: Process | None) -> list[ClaimedExecution]:
@@ -188,7 +154,7 @@ def _claim_sql(one_queue: bool) -> str:
     fields = Job._meta.concrete_fields
     flag = "" if one_queue else f" UNION ALL SELECT {_nulls(fields)} WHERE {_paused(False)}"
     return (
-        f"WITH {_claiming(one_queue)} SELECT {_columns(fields, 'j.')} FROM claimed "
+        f"WITH {_claiming(one_queue)} SELECT {columns(fields, 'j.')} FROM claimed "
         f"JOIN {table(Job)} j ON j.id = claimed.job_id{flag}"
     )
 
@@ -207,7 +173,7 @@ def _finish_and_claim_sql(without_process: bool, one_queue: bool) -> str:
     finished = "(SELECT count(*) FROM finished)"
     return (
         f"WITH {_finishing(without_process)}, {_claiming(one_queue)} "
-        f"SELECT {finished}, {_columns(fields, 'j.')} FROM claimed "
+        f"SELECT {finished}, {columns(fields, 'j.')} FROM claimed "
         f"JOIN {table(Job)} j ON j.id = claimed.job_id "
         f"UNION ALL SELECT {finished}, {_nulls(fields)} WHERE NOT EXISTS (SELECT FROM claimed)"
     )
@@ -307,6 +273,7 @@ def table(model) -> str:
     return db.connection().ops.quote_name(model._meta.db_table)
 
 
-def _columns(fields: list[Field], prefix: str = "") -> str:
+def columns(fields: Sequence[Field], prefix: str = "") -> str:
+    """The fields' column names, quoted, comma-separated."""
     quote = db.connection().ops.quote_name
     return ", ".join(f"{prefix}{quote(field.column)}" for field in fields)

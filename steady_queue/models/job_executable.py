@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db, postgres, postgres_copy
+from .. import db, postgres, postgres_enqueue
 from ..compat import TaskResultStatus
 from .job_concurrency import ConcurrencyControls
 
@@ -21,9 +21,9 @@ class Executable(ConcurrencyControls):
         """Insert ``jobs`` and their executions in one transaction."""
         if jobs and postgres.in_use() and all(job.is_ready_on_enqueue for job in jobs):
             if len(jobs) == 1:
-                postgres.enqueue_ready(jobs[0], timezone.now())  # one round trip, as atomic
+                postgres_enqueue.enqueue_ready(jobs[0], timezone.now())  # one round trip, as atomic
             else:
-                postgres_copy.enqueue_all_ready(jobs, timezone.now())
+                postgres_enqueue.enqueue_all_ready(jobs, timezone.now())
             return jobs
         return db.retry_deadlocks(lambda: cls._insert_all(jobs))
 

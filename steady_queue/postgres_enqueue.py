@@ -1,8 +1,14 @@
-"""Bulk enqueue on PostgreSQL: many due, unlimited jobs with COPY, in one transaction."""
+"""Enqueue on PostgreSQL: due, unlimited jobs with their ready executions, notified.
+
+One job is one statement (a data-modifying CTE); many are copied with COPY in one
+transaction. Scheduled and concurrency-limited jobs take the ORM path.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Field, JSONField
@@ -14,6 +20,41 @@ if TYPE_CHECKING:
 
     from .models import Job
 
+READY_COLUMNS = "job_id, queue_name, priority, created_at"
+
+
+def enqueue_ready(job: Job, now: datetime) -> None:
+    """Insert ``job`` (due, not concurrency-limited) with its ready execution, and notify."""
+    connection = db.connection()
+    fields = _job_fields()
+    values = [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_enqueue_sql(), [*values, now, notify.READY_CHANNEL])
+        job.pk = cursor.fetchone()[0]
+    job._state.adding, job._state.db = False, db.alias()
+
+
+@functools.cache
+def _job_fields() -> tuple[Field, ...]:
+    """The jobs table's columns an insert writes: all but the id."""
+    from .models import Job
+
+    return tuple(field for field in Job._meta.concrete_fields if not field.primary_key)
+
+
+@functools.cache
+def _enqueue_sql() -> str:
+    from .models import Job, ReadyExecution
+
+    fields = _job_fields()
+    return (
+        f"WITH job AS (INSERT INTO {postgres.table(Job)} ({postgres.columns(fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, queue_name, priority), "
+        f"ready AS (INSERT INTO {postgres.table(ReadyExecution)} ({READY_COLUMNS}) "
+        "SELECT id, queue_name, priority, %s FROM job) "
+        "SELECT id, pg_notify(%s, queue_name) FROM job"
+    )
+
 
 def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
     """Insert many due, unlimited jobs and their ready executions with COPY, and notify.
@@ -24,7 +65,7 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
     """
     from .models import Job, ReadyExecution
 
-    fields = postgres.job_fields()
+    fields = _job_fields()
     calls, params = notify.ready_calls(job.queue_name for job in jobs)
     with db.atomic(), db.connection().cursor() as cursor:
         cursor.execute(
@@ -36,12 +77,12 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
             job.pk = pk
         _copy(cursor, Job, ["id", *(f.column for f in fields)], _job_rows(jobs, fields, now))
         ready = ((job.pk, job.queue_name, job.priority, now) for job in jobs)
-        _copy(cursor, ReadyExecution, postgres.READY_COLUMNS.split(", "), ready)
+        _copy(cursor, ReadyExecution, READY_COLUMNS.split(", "), ready)
     for job in jobs:
         job._state.adding, job._state.db = False, db.alias()
 
 
-def _job_rows(jobs: list[Job], fields: list[Field], now: datetime):
+def _job_rows(jobs: list[Job], fields: Sequence[Field], now: datetime):
     # COPY takes text: JSON is dumped here (cheaper than psycopg's Jsonb adapter); strings,
     # numbers and aware datetimes go as they are. Read straight from the instances: the
     # one field computed on save is updated_at (auto_now).
