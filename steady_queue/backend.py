@@ -110,11 +110,8 @@ class SteadyQueueBackend(BaseTaskBackend):
         return super().validate_task(task)
 
     def _new_result(self, job, task: Task) -> TaskResult:
-        from .models.job_executable import EXECUTION_RELATIONS
         from .results import enqueued_result
 
-        for relation in EXECUTION_RELATIONS:
-            job._state.fields_cache[relation] = None
         if isinstance(task.run_after, timedelta):  # the result shows when it is due
             task = task.using(run_after=job.scheduled_at)
         return enqueued_result(job, task)
