@@ -16,12 +16,13 @@ ARGS ?=
 JOBS ?= auto
 PORT ?= 8000
 
-.PHONY: help demo test test-django52 lint format system-deps check-db bench bench-smoke
+.PHONY: help demo test test-faults test-django52 lint format system-deps check-db bench bench-smoke
 
 help:
 	@echo "make demo                  set up and run the demo site with a worker (http://127.0.0.1:$(PORT)/)"
 	@echo "make test [DB=sqlite|postgres|mysql] [ARGS=...] [JOBS=auto|N|0]"
 	@echo "                           install what the tests need and run the whole suite"
+	@echo "make test-faults [DB=...]  the fault suite (kill -9, SIGSTOP, a database restart), left out of make test"
 	@echo "make test-django52         run the suite on Django 5.2 with the django-tasks backport (SQLite)"
 	@echo "make lint                  ruff check and ruff format --check"
 	@echo "make format                ruff format and ruff check --fix"
@@ -35,6 +36,13 @@ demo:
 test: check-db system-deps
 	scripts/ensure-venv $(VENV) test
 	SQ_TEST_DB=$(DB) $(VENV)/bin/python -m pytest -n $(JOBS) $(ARGS)
+
+# The fault suite (tests/faults, marked slow), one scenario at a time. On PostgreSQL it runs
+# against a private server it starts on another port, which it may restart mid-run.
+test-faults: check-db system-deps
+	scripts/ensure-venv $(VENV) test
+	wrapper=(); if [ "$(DB)" = postgres ]; then wrapper=($(VENV)/bin/python -m tests.faults.private_postgres); fi; \
+	SQ_TEST_DB=$(DB) "$${wrapper[@]}" $(VENV)/bin/python -m pytest -n 0 -m slow tests/faults $(ARGS)
 
 test-django52: system-deps
 	scripts/ensure-venv $(VENV_DJANGO52) test '$(DJANGO52)'

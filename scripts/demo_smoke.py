@@ -1,13 +1,20 @@
-"""Start the demo as `make demo` does, check its pages answer, and stop it with TERM.
+"""Start the demo as `make demo` does, check its pages and its mix of jobs, stop it with TERM.
 
 Usage: .venv/bin/python scripts/demo_smoke.py
-Uses a throw-away SQLite database and a free port. Exits 1, saying what went wrong,
-if the demo does not come up, a page answers unexpectedly, or it does not stop cleanly.
+Uses a throw-away SQLite database and a free port. Logs in as the demo's staff user and
+reads every dashboard screen, and checks that the seeded jobs give each screen something
+to show (jobs behind a paused queue, blocked, scheduled, running with progress, failed
+with several distinct errors, recurring tasks). Exits 1, saying what went wrong, if the
+demo does not come up, a page answers unexpectedly, the mix is missing, or it does not
+stop cleanly.
 """
 
 from __future__ import annotations
 
+import http.cookiejar
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -22,11 +30,42 @@ ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 
+MIX_TIMEOUT = 90.0
+
 EXPECTED = [
     ("/", 200, None),
     ("/static/demo/site.css", 200, None),
     ("/jobs/", 302, "/admin/login/?next=/jobs/"),
 ]
+# Every dashboard screen, read as the demo's staff user; each must answer 200.
+DASHBOARD_PAGES = [
+    "/jobs/",
+    "/jobs/pending/",
+    "/jobs/scheduled/",
+    "/jobs/in-progress/",
+    "/jobs/blocked/",
+    "/jobs/failed/",
+    "/jobs/finished/",
+    "/jobs/queues/",
+    "/jobs/queues/reports/",
+    "/jobs/processes/",
+    "/jobs/recurring/",
+    "/jobs/concurrency/",
+]
+# What a new user must find to try every action: at least this many of each
+# (names as demo.seeding.counts() gives them), all at the same moment.
+MIX_MINIMUMS = {
+    "ready in a paused queue": 1,
+    "blocked": 1,
+    "scheduled": 1,
+    "in progress": 1,
+    "running with progress": 1,
+    "failed": 1,
+    "distinct errors": 3,
+    "finished": 1,
+    "recurring tasks": 3,
+}
+USERNAME = PASSWORD = "admin"
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -45,6 +84,8 @@ def main() -> int:
         )
         try:
             problems = check_pages(demo, port)
+            if not problems:
+                problems = check_mix(environment) + check_dashboard(port)
         finally:
             problems += stop(demo)
     for problem in problems:
@@ -86,6 +127,74 @@ def check(port: int, path: str, status: int, location: str | None) -> str | None
     if got != (status, location):
         return f"GET {path} answered {got}, expected {(status, location)}"
     return None
+
+
+def check_mix(environment: dict[str, str]) -> list[str]:
+    """Wait until the seeded jobs show the whole mix at once (the workers must have
+    started the long jobs, the scheduler stored its recurring tasks)."""
+    deadline = time.monotonic() + MIX_TIMEOUT
+    while True:
+        counts = read_counts(environment)
+        missing = {
+            state: counts.get(state, 0)
+            for state, minimum in MIX_MINIMUMS.items()
+            if counts.get(state, 0) < minimum
+        }
+        if not missing:
+            print(f"demo_smoke: the demo's mix of jobs: {counts}")
+            return []
+        if time.monotonic() > deadline:
+            wanted = {state: MIX_MINIMUMS[state] for state in missing}
+            return [f"after {MIX_TIMEOUT:.0f}s the demo still lacks {missing} (wanted {wanted})"]
+        time.sleep(1)
+
+
+def read_counts(environment: dict[str, str]) -> dict[str, int]:
+    code = "import json; from demo import seeding; print(json.dumps(seeding.counts()))"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "demo_site" / "manage.py"), "shell", "-c", code],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def check_dashboard(port: int) -> list[str]:
+    """Log in through the admin's form, then read every dashboard screen."""
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+    login_page = opener.open(f"{base}/admin/login/?next=/jobs/", timeout=30).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page)
+    if token is None:
+        return ["the admin login page has no CSRF token"]
+    form = {
+        "csrfmiddlewaretoken": token.group(1),
+        "username": USERNAME,
+        "password": PASSWORD,
+        "next": "/jobs/",
+    }
+    request = urllib.request.Request(
+        f"{base}/admin/login/?next=/jobs/",
+        data=urllib.parse.urlencode(form).encode(),
+        headers={"Referer": f"{base}/admin/login/"},
+    )
+    landed = opener.open(request, timeout=30)
+    if urllib.parse.urlparse(landed.url).path != "/jobs/":
+        return [f"logging in as {USERNAME!r} landed on {landed.url}, not the dashboard"]
+    problems = []
+    for path in DASHBOARD_PAGES:
+        try:
+            status = opener.open(f"{base}{path}", timeout=30).status
+        except urllib.error.HTTPError as error:
+            status = error.code
+        if status != 200:
+            problems.append(f"GET {path} as staff answered {status}, expected 200")
+    return problems
 
 
 def stop(demo: subprocess.Popen) -> list[str]:

@@ -10,4 +10,6 @@ class SteadyQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks, log  # noqa: F401  (registers checks and log receivers)
+        # Imported for their side effects: system checks, log receivers, and the
+        # receiver that announces jobs a crash failed.
+        from . import checks, log, results  # noqa: F401

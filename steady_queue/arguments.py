@@ -51,14 +51,18 @@ def display(stored: dict[str, Any]) -> tuple[list, dict]:
 
 
 def _dump(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return _text(value, path)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise SerializationError(
                 f"Argument {path} of type builtins.float is {value!r}, which JSON cannot store."
             )
-        return value
+        # PostgreSQL's jsonb prints 1e+16 as 10000000000000000, which loads as an int.
+        exponent = value.is_integer() and "e" in repr(value)
+        return {TAG: "float", "value": repr(value)} if exponent else value
     if isinstance(value, (list, tuple)):
         return [_dump(item, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict):
@@ -79,7 +83,25 @@ def _key(key: Any, path: str) -> str:
         raise SerializationError(
             f"Argument {path} has a key {key!r} of type {type(key).__name__}; keys must be str."
         )
-    return key
+    return _text(key, f"{path} key")
+
+
+def _text(value: str, path: str) -> str:
+    # PostgreSQL's jsonb refuses NUL, and no database stores a lone surrogate (what
+    # os.fsdecode makes of a non-UTF-8 file name): refuse both everywhere, before a
+    # row is written, instead of failing inside the INSERT on one database only.
+    if "\x00" in value:
+        raise SerializationError(f"Argument {path} contains a NUL character (\\x00).")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SerializationError(
+                f"Argument {path} contains {value[exc.start]!r}, a lone surrogate that is not "
+                "valid Unicode text (decode file names with errors='replace', or pass bytes "
+                "as base64)."
+            ) from None
+    return value
 
 
 def _dump_model(instance: models.Model, path: str) -> dict:
@@ -159,6 +181,7 @@ _LOADERS = {
     "time": dt.time.fromisoformat,
     "timedelta": lambda parts: dt.timedelta(days=parts[0], seconds=parts[1], microseconds=parts[2]),
     "decimal": Decimal,
+    "float": float,
     "uuid": UUID,
 }
 
@@ -177,4 +200,6 @@ def _show(value: Any) -> Any:
         return _show(value["pk"])
     if kind == "timedelta":
         return str(_LOADERS["timedelta"](value["value"]))
+    if kind == "float":
+        return float(value["value"])
     return value["value"]

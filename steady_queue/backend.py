@@ -9,9 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.utils import timezone
 
-from . import arguments, db
+from . import db
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -21,7 +20,6 @@ from .compat import (
     task_backends,
     task_enqueued,
 )
-from .concurrency import limit_for
 from .retries import SteadyQueueTask
 
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
@@ -92,16 +90,7 @@ class SteadyQueueBackend(BaseTaskBackend):
             self.validate_task(task)
             if validated is not None:
                 validated.add(id(task))
-        limit = limit_for(task.module_path)
-        return Job.new(
-            queue_name=task.queue_name,
-            task_path=task.module_path,
-            backend=self.alias,
-            arguments=arguments.serialize(args, kwargs),
-            priority=task.priority,
-            scheduled_at=scheduled_at(task.run_after),
-            concurrency_key=limit.key_for(args, kwargs) if limit else "",
-        )
+        return Job.for_task_call(task, args, kwargs, backend=self.alias)
 
     def validate_task(self, task: Task) -> None:
         # Django validates run_after as a datetime; a delay is valid here too.
@@ -119,9 +108,9 @@ class SteadyQueueBackend(BaseTaskBackend):
 
 def scheduled_at(run_after: datetime | timedelta | None) -> datetime | None:
     """Turn ``run_after`` (an aware datetime or a delay) into the time the job is due."""
-    if isinstance(run_after, timedelta):
-        return timezone.now() + run_after
-    return run_after
+    from .models.job import scheduled_at
+
+    return scheduled_at(run_after)
 
 
 def enqueue_all(calls: Iterable[TaskCall]) -> list[TaskResult]:

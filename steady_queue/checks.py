@@ -68,6 +68,7 @@ def check_backend(backend) -> list[checks.CheckMessage]:
 
 # Checks that live beside what they check (configuration, recurring tasks, routing);
 # importing them registers them.
+from .checks_queues import check_unheard_queues  # noqa: E402, F401
 from .configuration import check_configuration  # noqa: E402, F401
 from .recurring_checks import check_recurring_tasks  # noqa: E402, F401
 from .routers import check_queue_database  # noqa: E402, F401

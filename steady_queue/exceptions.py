@@ -18,3 +18,10 @@ class RescheduleJob(BaseException):
     def __init__(self, run_at: datetime):
         super().__init__(f"Rescheduled for {run_at.isoformat()}")
         self.run_at = run_at
+
+
+class UnstorableOutcome(Exception):
+    """A job's outcome the database refused to store; the job fails with this instead.
+
+    Its message starts ``outcome could not be stored:`` and says what was refused.
+    """

@@ -119,8 +119,11 @@ def _finish_and_claim(claimed: ClaimedExecution, params: list, successor: NextCl
 
     now, queue_name, process = timezone.now(), successor.queue_name, successor.process
     params += [] if queue_name is None else [queue_name, queue_name]
+    params += [] if process is None else [process.pk]
     params += [1, process.pk if process else None, now]
-    sql = _finish_and_claim_sql(claimed.process_id is None, queue_name is not None)
+    sql = _finish_and_claim_sql(
+        claimed.process_id is None, queue_name is not None, process is not None
+    )
     with _prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -137,9 +140,10 @@ def _claim_from(
 
     now = timezone.now()
     params = [] if queue_name is None else [queue_name, queue_name]
+    params += [] if process is None else [process.pk]
     params += [limit, process.pk if process else None, now]
     with _prepared_cursor() as cursor:
-        cursor.execute(_claim_sql(queue_name is not None), params)
+        cursor.execute(_claim_sql(queue_name is not None, process is not None), params)
         rows = cursor.fetchall()
     jobs = _jobs_from_rows([row for row in rows if row[0] is not None])
     claimed = [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
@@ -147,14 +151,14 @@ def _claim_from(
 
 
 @functools.cache
-def _claim_sql(one_queue: bool) -> str:
+def _claim_sql(one_queue: bool, registered: bool) -> str:
     from .models import Job
 
     # Claiming from all queues, a row of NULLs says that some queue is paused.
     fields = Job._meta.concrete_fields
     flag = "" if one_queue else f" UNION ALL SELECT {_nulls(fields)} WHERE {_paused(False)}"
     return (
-        f"WITH {_claiming(one_queue)} SELECT {columns(fields, 'j.')} FROM claimed "
+        f"WITH {_claiming(one_queue, registered)} SELECT {columns(fields, 'j.')} FROM claimed "
         f"JOIN {table(Job)} j ON j.id = claimed.job_id{flag}"
     )
 
@@ -165,14 +169,14 @@ def _finish_sql(without_process: bool) -> str:
 
 
 @functools.cache
-def _finish_and_claim_sql(without_process: bool, one_queue: bool) -> str:
+def _finish_and_claim_sql(without_process: bool, one_queue: bool, registered: bool) -> str:
     from .models import Job
 
     # One row, however it went: how many jobs finished (1 or 0), and the claimed job.
     fields = Job._meta.concrete_fields
     finished = "(SELECT count(*) FROM finished)"
     return (
-        f"WITH {_finishing(without_process)}, {_claiming(one_queue)} "
+        f"WITH {_finishing(without_process)}, {_claiming(one_queue, registered)} "
         f"SELECT {finished}, {columns(fields, 'j.')} FROM claimed "
         f"JOIN {table(Job)} j ON j.id = claimed.job_id "
         f"UNION ALL SELECT {finished}, {_nulls(fields)} WHERE NOT EXISTS (SELECT FROM claimed)"
@@ -193,12 +197,18 @@ def _finishing(without_process: bool) -> str:
     )
 
 
-def _claiming(one_queue: bool) -> str:
-    """CTEs that lock the best ready jobs, delete them and insert ``claimed``."""
-    from .models import ClaimedExecution, ReadyExecution
+def _claiming(one_queue: bool, registered: bool) -> str:
+    """CTEs that lock the best ready jobs, delete them and insert ``claimed``.
+
+    ``registered``: only while the claiming process's row exists (a pruned one claims
+    nothing more; see Process.row_exists).
+    """
+    from .models import ClaimedExecution, Process, ReadyExecution
 
     # A one-time filter on the pauses: the scan of the poll index is the same as without.
     where = f"queue_name = %s AND NOT {_paused(True)}" if one_queue else f"NOT {_paused(False)}"
+    if registered:  # a one-time filter too
+        where += f" AND EXISTS (SELECT FROM {table(Process)} WHERE id = %s)"
     return (
         # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
         f"picked AS MATERIALIZED (SELECT job_id FROM {table(ReadyExecution)} "

@@ -1,7 +1,8 @@
 """Declare tasks that the scheduler enqueues on a cron schedule: ``@recurring``.
 
 Schedules use croniter's syntax: five fields, an optional sixth for seconds (last,
-as in croniter), and aliases such as ``@hourly``; times are in ``settings.TIME_ZONE``.
+as in croniter), and aliases such as ``@hourly``; times are in ``settings.TIME_ZONE``
+(see ``cron_times`` for daylight saving time and ``USE_TZ = False``).
 The scheduler imports the ``tasks`` module of every installed app to find them.
 """
 
@@ -9,14 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from croniter import croniter
-from django.utils import timezone
+from croniter import CroniterBadDateError, croniter
 from django.utils.module_loading import autodiscover_modules
 
 from .compat import Task
+from .cron_times import next_time  # noqa: F401  (its import path before cron_times)
+
+# With catch_up, at most this many runs of one task are enqueued at once (the latest
+# ones): a long outage of an every-second task must not turn into a flood of jobs.
+CATCH_UP_LIMIT = 100
 
 # Every declaration in import order; duplicates are kept so that the check can name them.
 _declared: list[Recurrence] = []
@@ -51,8 +56,10 @@ def recurring(
     """Enqueue the task on ``schedule``; stack it to run one task on several schedules.
 
     ``key`` (default: the task's path) names the schedule and must be unique.
-    With ``catch_up``, runs missed while no scheduler was up, up to that long ago,
-    are enqueued when a scheduler starts.
+    Without ``catch_up``, runs the scheduler could not enqueue on time (none was up,
+    or the database was down) are skipped: when several are due, only the latest is
+    enqueued. With it, those less than ``catch_up`` old are enqueued, at most
+    ``CATCH_UP_LIMIT`` (the latest ones).
     """
 
     def decorate(task: Task) -> Task:
@@ -80,16 +87,14 @@ def discover() -> list[Recurrence]:
     return list(_declared)
 
 
-def next_time(schedule: str, after: datetime) -> datetime:
-    """Return the first time strictly after ``after`` that ``schedule`` fires, in UTC."""
-    local = timezone.localtime(after, timezone.get_default_timezone())
-    return croniter(schedule, local).get_next(datetime).astimezone(UTC)
-
-
 def schedule_error(schedule: str) -> str | None:
     """Say why ``schedule`` is not a valid cron schedule, or return None when it is."""
     try:
-        croniter(schedule)
+        iterator = croniter(schedule)
     except (ValueError, TypeError, KeyError) as exc:  # croniter's errors are ValueErrors
         return str(exc) or type(exc).__name__
+    try:
+        iterator.get_next()
+    except CroniterBadDateError:
+        return "it matches no date"
     return None

@@ -1,15 +1,17 @@
-"""Build Django TaskResults from jobs."""
+"""Build Django TaskResults from jobs; announce jobs a crash failed."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.utils.dateparse import parse_datetime
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from . import arguments
-from .compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus
+from .compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus, task_finished
 from .models import Job
+from .models.attempt import Attempt
+from .models.claimed_lifecycle import failed_by_crash
 
 
 def task_for(job: Job) -> Task:
@@ -36,23 +38,23 @@ def result_for(
 ) -> TaskResult:
     """Return the TaskResult of ``job``; load it with ``Job.objects.with_execution()``."""
     args, kwargs = arguments.display(job.arguments)
-    attempts = list(job.attempts)
+    attempts = [Attempt.from_dict(attempt) for attempt in job.attempts]
     claimed = getattr(job, "claimed_execution", None)
-    if claimed is not None:
-        attempts.append({"worker_id": _worker_id(claimed), "started_at": claimed.created_at})
+    if claimed is not None:  # the attempt running now
+        attempts.append(Attempt(worker_id=_worker_id(claimed), started_at=claimed.created_at))
     result = TaskResult(
         task=task or task_for(job),
         id=str(job.pk),
         status=status or job.status,
         enqueued_at=job.created_at,
-        started_at=_time(attempts[0]["started_at"]) if attempts else None,
-        last_attempted_at=_time(attempts[-1]["started_at"]) if attempts else None,
+        started_at=attempts[0].started_at if attempts else None,
+        last_attempted_at=attempts[-1].started_at if attempts else None,
         finished_at=_finished_at(job),
         args=args,
         kwargs=kwargs,
         backend=job.backend,
-        errors=[_error(attempt["error"]) for attempt in attempts if attempt.get("error")],
-        worker_ids=[attempt["worker_id"] for attempt in attempts],
+        errors=[_error(attempt.error) for attempt in attempts if attempt.error],
+        worker_ids=[attempt.worker_id for attempt in attempts],
     )
     object.__setattr__(result, "_return_value", job.return_value)
     return result
@@ -92,5 +94,13 @@ def _error(error: dict) -> TaskError:
     return TaskError(exception_class_path=error["exception_class"], traceback=error["traceback"])
 
 
-def _time(value: datetime | str) -> datetime:
-    return value if isinstance(value, datetime) else parse_datetime(value)
+@receiver(failed_by_crash, dispatch_uid="steady_queue.results.announce_crash")
+def announce_crash(sender, job: Job, **kwargs) -> None:
+    """Send task_finished for a job failed by a crash, as a worker does for its jobs."""
+    from .backend import SteadyQueueBackend
+
+    try:
+        result = result_for(job)
+    except InvalidTask:
+        return  # the task is gone from the code base: nothing to describe it with
+    task_finished.send(SteadyQueueBackend, task_result=result)

@@ -6,6 +6,7 @@ Common shapes get a sentence; anything else is shown as the expression itself.
 from __future__ import annotations
 
 import calendar
+import re
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",
@@ -24,6 +25,15 @@ def describe(schedule: str) -> str:
     fields = ALIASES.get(schedule.strip().lower(), schedule).split()
     if len(fields) == 6 and fields[:5] == ["*"] * 5:
         return _every(fields[5], "second") or schedule
+    if len(fields) == 6 and fields[5].isdigit():
+        # croniter's sixth field is the second (last): describe the minute, then the second.
+        words = describe(" ".join(fields[:5]))
+        if words == " ".join(fields[:5]):
+            return schedule
+        second = int(fields[5])
+        if second and re.search(r"\d\d:\d\d$", words):
+            return f"{words}:{second:02d}"
+        return words if second == 0 else f"{words}, at second {second}"
     if len(fields) != 5:
         return schedule
     minute, hour, day, month, weekday = fields

@@ -75,7 +75,9 @@ def activity_chart(
 ) -> Chart:
     """Stack finished and failed jobs into bars, one per bucket start in ``starts``."""
     rates = {kind: _rates(counts, starts, span) for kind, counts in per_bucket.items()}
-    peak = _nice_ceiling(max((f + x for f, x in zip(*rates.values(), strict=True)), default=0))
+    # At least 1 job per minute, so that the axis counts whole jobs.
+    highest = max((f + x for f, x in zip(*rates.values(), strict=True)), default=0)
+    peak = max(_nice_ceiling(highest), 1)
     slot = (WIDTH - LEFT) / len(starts)
     bars = []
     for index, start in enumerate(starts):
@@ -90,7 +92,7 @@ def activity_chart(
                 )
     return Chart(
         bars=bars,
-        y_ticks=[Tick(HEIGHT - BOTTOM - _scale(v, peak), _rate(v)) for v in (0, peak / 2, peak)],
+        y_ticks=[Tick(HEIGHT - BOTTOM - _scale(v, peak), _whole(v)) for v in _y_values(peak)],
         x_ticks=_time_ticks(starts, slot),
         total={kind: sum(counts.values()) for kind, counts in per_bucket.items()},
     )
@@ -121,6 +123,16 @@ def _nice_ceiling(value: float) -> float:
         return 1
     magnitude = 10 ** math.floor(math.log10(value))
     return next(step * magnitude for step in (1, 2, 5, 10) if step * magnitude >= value)
+
+
+def _y_values(peak: float) -> list[int]:
+    """Axis values: whole numbers only (no "0.5 jobs per minute"), the middle one if whole."""
+    top = max(math.ceil(peak), 1)
+    return [0, top // 2, top] if top % 2 == 0 else [0, top]
+
+
+def _whole(value: float) -> str:
+    return formats.number_format(int(value), force_grouping=True)
 
 
 def _scale(value: float, peak: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import timedelta
 from typing import Any
@@ -34,11 +35,27 @@ def parse_argument_search(text: str) -> tuple[str | None, Any]:
     if not raw:
         raise ValidationError(_("Give a value to search for, as in 42 or account_id=42."))
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_not_a_value)
     except ValueError:
         return name, raw
-    # Lists and objects are not single argument values; search for the text as typed.
-    return name, value if not isinstance(value, (list, dict)) else raw
+    # Lists and objects are not single argument values, and numbers beyond what JSON
+    # columns hold (1e999 is infinity; 40-digit integers overflow SQLite) are no argument
+    # a job was called with: search for the text as typed.
+    if isinstance(value, (list, dict)) or not _storable(value):
+        return name, raw
+    return name, value
+
+
+def _not_a_value(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value.")
+
+
+def _storable(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return math.isfinite(value)
 
 
 class DateTimeLocalInput(forms.DateTimeInput):
@@ -55,7 +72,12 @@ class PriorityFilter(django_filters.NumberFilter):
 class JobFilter(django_filters.FilterSet):
     """Filter one status list; every field narrows an indexed column or a bounded scan."""
 
-    task = django_filters.CharFilter(label=_("Task"), method="filter_task")
+    task = django_filters.CharFilter(
+        label=_("Task"),
+        method="filter_task",
+        help_text=_("Part of the task's path: charge_card finds demo.tasks.charge_card."),
+        widget=forms.TextInput(attrs={"placeholder": _("e.g. charge_card")}),
+    )
     queue = django_filters.CharFilter(label=_("Queue"), method="filter_queue")
     priority = PriorityFilter(
         label=_("Priority"), method="filter_priority", min_value=-100, max_value=100
@@ -72,7 +94,12 @@ class JobFilter(django_filters.FilterSet):
     before = django_filters.DateTimeFilter(
         label=_("Until"), method="filter_before", widget=DateTimeLocalInput()
     )
-    error = django_filters.CharFilter(label=_("Error class"), method="filter_error")
+    error = django_filters.CharFilter(
+        label=_("Error"),
+        method="filter_error",
+        help_text=_("Part of the error's class or message: Timeout, card declined."),
+        widget=forms.TextInput(attrs={"placeholder": _("class or message")}),
+    )
     key = django_filters.CharFilter(label=_("Concurrency key"), method="filter_key")
     args = django_filters.CharFilter(
         label=_("Argument"),
@@ -109,7 +136,12 @@ class JobFilter(django_filters.FilterSet):
         return adapter.argument_query(*parse_argument_search(text)) if text else None
 
     def filter_task(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(task_path=value.strip())
+        value = value.strip()
+        # A full path (a clicked task link) walks the task index; otherwise operators type
+        # the short name they know, and a substring finds it (charge_card, tasks.charge).
+        if queryset.model.objects.using(queryset.db).filter(task_path=value).exists():
+            return queryset.filter(task_path=value)
+        return queryset.filter(task_path__icontains=value)
 
     def filter_queue(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(**{self.listing.queue_field: value.strip()})
@@ -128,7 +160,11 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(**{f"{self.listing.time_field}__lt": value})
 
     def filter_error(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(failed_execution__exception_class=value.strip())
+        value = value.strip()
+        return queryset.filter(
+            Q(failed_execution__exception_class__icontains=value)
+            | Q(failed_execution__message__icontains=value)
+        )
 
     def filter_key(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(blocked_execution__concurrency_key=value)

@@ -7,14 +7,16 @@ import dataclasses
 from django.db.models import QuerySet
 from django.http import QueryDict
 
-from . import adapter
+from . import adapter, masking
 from .filters import JobFilter
-from .keyset import Keyset, Page
+from .keyset import PAGE_AFTER, PAGE_BEFORE, PAGE_PARAMS, Keyset, Page
 from .listings import Listing
 
 PAGE_SIZE = 50
 # An argument search reads at most this many rows of the filtered list per request.
 SEARCH_WINDOW = 5_000
+
+__all__ = ["PAGE_AFTER", "PAGE_BEFORE", "PAGE_PARAMS", "JobList"]
 
 
 class JobList:
@@ -34,9 +36,9 @@ class JobList:
     def page(self) -> Page:
         """Return the requested page; an argument search reads a bounded window of rows."""
         keyset = Keyset(self.filterset.qs, self.listing.ordering, PAGE_SIZE)
-        after = self.params.get("after")
+        after = self.params.get(PAGE_AFTER)
         if not self.searching:
-            return keyset.page(after=after, before=self.params.get("before"))
+            return keyset.page(after=after, before=self.params.get(PAGE_BEFORE))
         end = keyset.window_end(after, SEARCH_WINDOW)
         matches = self.filterset.qs.filter(self.filterset.argument_query)
         if end is not None:
@@ -45,6 +47,35 @@ class JobList:
         if page.next_cursor is None and end is not None:
             page = dataclasses.replace(page, search_cursor=end)
         return dataclasses.replace(page, previous_cursor=None)
+
+    @property
+    def filter_params(self) -> list[tuple[str, str]]:
+        """The known filters' values, and nothing else, for forms that act on this list."""
+        return [
+            (name, value)
+            for name in self.filterset.filters
+            for value in self.params.getlist(name)
+            if value
+        ]
+
+    @property
+    def description(self) -> str:
+        """The valid filters in words, as in "Queue=default, Task=charge_card"."""
+        if not self.filterset.is_bound:
+            return ""
+        self.filterset.is_valid()
+        form = self.filterset.form
+        return ", ".join(
+            # A search on a masked keyword is described without its value (audit log).
+            f"{form.fields[name].label}={masking.mask_search(value) if name == 'args' else value}"
+            for name, value in form.cleaned_data.items()
+            if value not in (None, "")
+        )
+
+    @property
+    def valid(self) -> bool:
+        """Whether every filter given is valid (an invalid one would be ignored, widening)."""
+        return not self.filterset.is_bound or self.filterset.is_valid()
 
     def matching(self) -> QuerySet:
         """Every job matching the filters (argument search in full), for bulk actions."""

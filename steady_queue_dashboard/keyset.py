@@ -12,11 +12,19 @@ import binascii
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db.models import Model, Q, QuerySet
+
+# The URL parameters holding cursors: named apart from every filter (a date filter is
+# called "after"), so that paging never reads as filtering, and a form that carries a
+# list's filters carries no cursor.
+PAGE_AFTER = "page_after"
+PAGE_BEFORE = "page_before"
+PAGE_PARAMS = (PAGE_AFTER, PAGE_BEFORE)
 
 
 @dataclass(frozen=True)
@@ -76,15 +84,28 @@ class Keyset:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     def decode(self, cursor: str) -> list[Any] | None:
-        """Return the cursor's values, or None when it was not made for this ordering."""
+        """Return the cursor's values, or None when it was not made for this ordering.
+
+        Cursors come from URLs, so anyone can write one: a value of the wrong type, a
+        null, a number the column cannot hold or a naive time is refused here rather
+        than reaching the database.
+        """
         try:
-            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-            values = json.loads(raw)
+            raw = base64.urlsafe_b64decode(cursor.encode("ascii") + b"=" * (-len(cursor) % 4))
+            values = json.loads(raw, parse_constant=_refuse)
             if not isinstance(values, list) or len(values) != len(self.ordering):
                 return None
             pairs = zip(self.ordering, values, strict=True)
             return [self._to_python(term, value) for term, value in pairs]
-        except (binascii.Error, ValueError, ValidationError, FieldDoesNotExist):
+        except (
+            binascii.Error,
+            ValueError,
+            TypeError,
+            OverflowError,
+            UnicodeError,
+            ValidationError,
+            FieldDoesNotExist,
+        ):
             return None
 
     def _page_before(self, values: list[Any]) -> Page:
@@ -105,8 +126,19 @@ class Keyset:
         return queryset if values is None else queryset.filter(_beyond(self.ordering, values))
 
     def _to_python(self, term: str, value: Any) -> Any:
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            raise ValidationError("A cursor holds strings and integers only.")
         field = _field(self.queryset.model, term.lstrip("-"))
-        return field.to_python(value)
+        python = field.to_python(value)
+        if python is None:
+            raise ValidationError("A cursor holds no nulls.")
+        if isinstance(python, datetime) and settings.USE_TZ:
+            if python.tzinfo is None:
+                raise ValidationError("A cursor's times carry their offset.")
+            python = python.astimezone(UTC)  # Overflows here, not in the database driver.
+        # The column's own range checks (e.g. 64-bit integers) before the database sees it.
+        (field.target_field if field.is_relation else field).run_validators(python)
+        return python
 
 
 def _beyond(ordering: Sequence[str], values: Sequence[Any]) -> Q:
@@ -140,6 +172,10 @@ def _field(model: type[Model], path: str):
     for relation in relations:
         model = model._meta.get_field(relation).related_model
     return model._meta.get_field(name)
+
+
+def _refuse(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a cursor value.")
 
 
 def _exact(value: Any) -> str:

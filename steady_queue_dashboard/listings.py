@@ -97,7 +97,7 @@ LISTINGS: dict[str, Listing] = {
             queue_field="blocked_execution__queue_name",
             priority_field="blocked_execution__priority",
             row_actions=("release", "discard"),
-            bulk_actions=("discard",),
+            bulk_actions=("release", "discard"),
             empty=_("No job is waiting for a concurrency slot."),
         ),
         Listing(

@@ -27,6 +27,10 @@ class AuditEntry(models.Model):
     affected = models.PositiveIntegerField(_("affected"), default=0)
     succeeded = models.BooleanField(_("succeeded"), default=True)
     message = models.TextField(_("message"), blank=True)
+    # Where the target's page is, and what it was when acted on: a discarded job's row is
+    # gone, so its task, queue, arguments (masked) and state live on here.
+    link = models.CharField(_("link"), max_length=500, blank=True)
+    details = models.JSONField(_("details"), default=dict, blank=True)
 
     class Meta:
         verbose_name = _("audit entry")

@@ -1,4 +1,9 @@
-"""Mount with ``path("jobs/", include("steady_queue_dashboard.urls"))``."""
+"""Mount with ``path("jobs/", include("steady_queue_dashboard.urls"))``.
+
+Queue names and recurring keys are user data and may hold slashes, so a detail URL can
+end in anything ("nightly/run/"). Actions therefore live under their own prefix,
+``actions/<kind>/<verb>/<key>/``, which no detail URL can reach.
+"""
 
 from django.urls import path, register_converter
 
@@ -6,6 +11,7 @@ from .listings import LISTINGS
 from .views import (
     audit_log,
     concurrency,
+    errors,
     job_actions,
     jobs,
     overview,
@@ -27,37 +33,81 @@ class StatusConverter:
         return value
 
 
+class JobIdConverter:
+    """A job id that fits the 64-bit key: a longer number is no job (404), not an overflow."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+class KeyConverter:
+    """A queue name or recurring key: any text, slashes included, but never a NUL byte
+    (no database column holds one, and PostgreSQL refuses the query)."""
+
+    regex = ".+"
+
+    def to_python(self, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("NUL in a key")
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
 register_converter(StatusConverter, "sq_status")
+register_converter(JobIdConverter, "sq_job")
+register_converter(KeyConverter, "sq_key")
 
 app_name = "steady_queue_dashboard"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("queues/", queues.queue_list, name="queue-list"),
-    # Names and keys may hold slashes: the actions come first so that they win.
-    path("queues/<path:name>/pause/", queues.queue_pause, name="queue-pause"),
-    path("queues/<path:name>/resume/", queues.queue_resume, name="queue-resume"),
-    path("queues/<path:name>/", queues.queue_detail, name="queue-detail"),
+    path("queues/<sq_key:name>/", queues.queue_detail, name="queue-detail"),
     path("<sq_status:status>/", jobs.job_list, name="job-list"),
-    path("<sq_status:status>/retry/", job_actions.jobs_retry, name="jobs-retry"),
-    path("<sq_status:status>/discard/", job_actions.jobs_discard, name="jobs-discard"),
-    path("<sq_status:status>/dispatch/", job_actions.jobs_dispatch, name="jobs-dispatch"),
-    path("<int:pk>/", jobs.job_detail, name="job-detail"),
-    path("<int:pk>/retry/", job_actions.job_retry, name="job-retry"),
-    path("<int:pk>/discard/", job_actions.job_discard, name="job-discard"),
-    path("<int:pk>/dispatch/", job_actions.job_dispatch, name="job-dispatch"),
-    path("<int:pk>/release/", job_actions.job_release, name="job-release"),
+    path("<sq_job:pk>/", jobs.job_detail, name="job-detail"),
     path("processes/", processes.process_list, name="process-list"),
     path("recurring/", recurring.recurring_list, name="recurring-list"),
-    path("recurring/<path:key>/run/", recurring.recurring_run, name="recurring-run"),
-    path("recurring/<path:key>/enable/", recurring.recurring_enable, name="recurring-enable"),
-    path("recurring/<path:key>/disable/", recurring.recurring_disable, name="recurring-disable"),
-    path("recurring/<path:key>/", recurring.recurring_detail, name="recurring-detail"),
+    path("recurring/<sq_key:key>/", recurring.recurring_detail, name="recurring-detail"),
     path("concurrency/", concurrency.concurrency, name="concurrency"),
+    path("audit/", audit_log.audit_log, name="audit-log"),
+    path("errors/", errors.error_group_list, name="error-groups"),
+    path("errors/<slug:key>/<slug:action>/", errors.error_group_action, name="error-group-action"),
+    # Actions (POST only), apart from every page.
+    path("actions/jobs/<sq_status:status>/retry/", job_actions.jobs_retry, name="jobs-retry"),
+    path("actions/jobs/<sq_status:status>/discard/", job_actions.jobs_discard, name="jobs-discard"),
     path(
-        "concurrency/<path:key>/release/",
+        "actions/jobs/<sq_status:status>/dispatch/",
+        job_actions.jobs_dispatch,
+        name="jobs-dispatch",
+    ),
+    path("actions/jobs/<sq_status:status>/release/", job_actions.jobs_release, name="jobs-release"),
+    path("actions/job/retry/<sq_job:pk>/", job_actions.job_retry, name="job-retry"),
+    path("actions/job/discard/<sq_job:pk>/", job_actions.job_discard, name="job-discard"),
+    path("actions/job/dispatch/<sq_job:pk>/", job_actions.job_dispatch, name="job-dispatch"),
+    path("actions/job/release/<sq_job:pk>/", job_actions.job_release, name="job-release"),
+    path("actions/queue/pause/<sq_key:name>/", queues.queue_pause, name="queue-pause"),
+    path("actions/queue/resume/<sq_key:name>/", queues.queue_resume, name="queue-resume"),
+    path("actions/recurring/run/<sq_key:key>/", recurring.recurring_run, name="recurring-run"),
+    path(
+        "actions/recurring/enable/<sq_key:key>/",
+        recurring.recurring_enable,
+        name="recurring-enable",
+    ),
+    path(
+        "actions/recurring/disable/<sq_key:key>/",
+        recurring.recurring_disable,
+        name="recurring-disable",
+    ),
+    path(
+        "actions/concurrency/release/<sq_key:key>/",
         concurrency.concurrency_release,
         name="concurrency-release",
     ),
-    path("audit/", audit_log.audit_log, name="audit-log"),
 ]

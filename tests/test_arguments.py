@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
@@ -125,6 +126,29 @@ def test_non_finite_float_is_refused():
 def test_non_string_dict_keys_are_refused():
     with pytest.raises(SerializationError, match="keys must be str"):
         tasks.echo.enqueue({1: "one"})
+
+
+@pytest.mark.parametrize(
+    ("call", "where", "what"),
+    [
+        (lambda: tasks.echo.enqueue("a\x00b"), "args[0]", "NUL"),
+        (
+            lambda: tasks.echo.enqueue(name=os.fsdecode(b"report-\xff.csv")),
+            "kwargs['name']",
+            "surrogate",
+        ),
+        (lambda: tasks.echo.enqueue({"k\x00": 1}), "args[0] key", "NUL"),
+        (lambda: tasks.echo.enqueue([{"path": "\udcff"}]), "args[0][0]['path']", "surrogate"),
+    ],
+    ids=["nul", "fsdecoded-name", "nul-key", "nested-surrogate"],
+)
+def test_text_no_database_can_store_is_refused_on_every_database(call, where, what):
+    # Before, PostgreSQL failed inside the INSERT with a driver error and the other
+    # databases stored what PostgreSQL refuses; now every database refuses it up front.
+    with pytest.raises(SerializationError, match=what) as raised:
+        call()
+    assert where in str(raised.value)
+    assert not Job.objects.exists()
 
 
 def test_result_arguments_are_a_json_safe_view():

@@ -85,16 +85,17 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TASKS = {
     "default": {
         "BACKEND": "steady_queue.backend.SteadyQueueBackend",
-        "QUEUES": ["default", "real_time", "background"],
+        "QUEUES": ["default", "real_time", "reports", "background"],
     }
 }
 
 # What `manage.py steady_queue` runs: a worker that only serves the real_time queue,
 # so that those jobs never wait behind slow ones, and one for the other queues, in order.
+# The seed pauses "reports"; resuming it from the dashboard lets the second worker run them.
 STEADY_QUEUE = Configuration.Options(
     workers=[
         Configuration.Worker(queues=["real_time"], threads=2),
-        Configuration.Worker(queues=["default", "background"], threads=3),
+        Configuration.Worker(queues=["default", "reports", "background"], threads=5),
     ],
 )
 

@@ -1,4 +1,11 @@
-"""Fill the queue with a realistic mix of jobs for the dashboard to show."""
+"""Fill the queue with a realistic mix of jobs for the dashboard to show.
+
+The mix lasts: for the first minutes after ``make demo`` every list has rows to try the
+dashboard's actions on. Jobs wait behind the paused "reports" queue until you resume it;
+syncs of one account stay blocked behind each other for minutes; number crunchers run
+with progress bars for one to four minutes; some jobs are due in a few minutes, others
+in hours; failures carry four distinct errors. The "demo.keep-busy" recurring task then
+adds a fresh batch every minute."""
 
 from __future__ import annotations
 
@@ -10,7 +17,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from steady_queue.backend import enqueue_all
-from steady_queue.models import Job, Semaphore
+from steady_queue.models import (
+    ClaimedExecution,
+    FailedExecution,
+    Job,
+    Pause,
+    RecurringTask,
+    Semaphore,
+)
+from steady_queue.queue import Queue
 from steady_queue.testing import run_ready_jobs
 
 from . import tasks
@@ -28,33 +43,37 @@ def seed() -> dict[str, int]:
     customers = _customers()
     _run_to_completion(customers)
     _enqueue_ready(customers)
+    _enqueue_behind_paused_queue()
     _enqueue_scheduled()
     _enqueue_blocked()
     return counts()
 
 
 def reset() -> None:
-    """Delete every job (their executions go with them) and every semaphore."""
+    """Delete every job (their executions go with them), semaphore and queue pause."""
     with transaction.atomic():
         Job.objects.all().delete()
         Semaphore.objects.all().delete()
+        Pause.objects.all().delete()
 
 
 def enqueue_batch() -> int:
-    """Enqueue a handful of quick, slow, failing and limited jobs in one bulk call."""
+    """Enqueue a handful of jobs in one bulk call: quick, running a while with progress,
+    failing, flaky, blocked behind each other, and one due in three minutes."""
     calls = [
         (tasks.say_hello, ["visitor"], {}),
-        (tasks.crunch_numbers, [], {"steps": 10}),
+        (tasks.crunch_numbers, [], {"steps": 40}),
         (tasks.charge_card.using(priority=20), ["4000000000000002", Decimal("12.50")], {}),
         (tasks.call_flaky_service, [], {"failure_rate": 0.6}),
         (tasks.check_inventory, ["SKU-42"], {}),
-        *((tasks.sync_account, [7], {"seconds": 2.0}) for _ in range(3)),
+        (tasks.say_hello.using(run_after=timedelta(minutes=3)), ["in three minutes"], {}),
+        *((tasks.sync_account, [7], {"seconds": 20.0}) for _ in range(3)),
     ]
     return len(enqueue_all(calls))
 
 
 def counts() -> dict[str, int]:
-    """Count jobs by the state of their execution."""
+    """Count jobs by the state of their execution, and what makes the mix interesting."""
     jobs = Job.objects.all()
     return {
         "finished": jobs.filter(finished_at__isnull=False).count(),
@@ -62,6 +81,16 @@ def counts() -> dict[str, int]:
         "ready": jobs.filter(ready_execution__isnull=False).count(),
         "scheduled": jobs.filter(scheduled_execution__isnull=False).count(),
         "blocked": jobs.filter(blocked_execution__isnull=False).count(),
+        "in progress": ClaimedExecution.objects.count(),
+        "running with progress": jobs.filter(
+            claimed_execution__isnull=False, progress__isnull=False
+        ).count(),
+        "ready in a paused queue": jobs.filter(
+            ready_execution__isnull=False,
+            queue_name__in=Pause.objects.values("queue_name"),
+        ).count(),
+        "distinct errors": FailedExecution.objects.values("exception_class").distinct().count(),
+        "recurring tasks": RecurringTask.objects.count(),
     }
 
 
@@ -85,14 +114,18 @@ def _run_to_completion(customers: list[Customer]) -> None:
     # Always fails: the retry policy runs it four times, so the job keeps four errors.
     tasks.call_flaky_service.enqueue(failure_rate=1.0)
     _enqueue_invoice_for_deleted_customer()
+    for name in ["quarterly forecast", "yearly churn"]:  # no such template: fails at once
+        tasks.build_report.using(queue_name="default").enqueue(name)
     run_ready_jobs(include_scheduled=True)
 
 
 def _enqueue_ready(customers: list[Customer]) -> None:
-    """Jobs in several queues and priorities, waiting for a worker."""
+    """Jobs in several queues and priorities. The number crunchers take one to four
+    minutes, so the in-progress list shows progress bars and later jobs wait their turn."""
     calls = [
-        *((tasks.crunch_numbers, [], {"steps": 15 + 5 * i}) for i in range(4)),
-        (tasks.crunch_numbers.using(priority=-10), [], {"steps": 40}),
+        *((tasks.crunch_numbers, [], {"steps": steps}) for steps in (60, 120, 180, 240)),
+        (tasks.crunch_numbers.using(priority=-10), [], {"steps": 90}),
+        (tasks.crunch_numbers.using(priority=-20), [], {"steps": 45}),
         *((tasks.say_hello.using(priority=p), [f"priority {p}"], {}) for p in (-50, 0, 50)),
         (tasks.send_invoice.using(priority=30), *_invoice_arguments(customers[0])),
         (tasks.call_flaky_service, [], {"failure_rate": 0.5}),
@@ -101,8 +134,22 @@ def _enqueue_ready(customers: list[Customer]) -> None:
     enqueue_all(calls)
 
 
+def _enqueue_behind_paused_queue() -> None:
+    """Reports wait in the paused "reports" queue: resume it from the Queues page."""
+    Queue("reports").pause()
+    enqueue_all(
+        [
+            (tasks.build_report, ["daily sales"], {"pages": 20}),
+            (tasks.build_report, ["weekly signups"], {"pages": 30}),
+            (tasks.build_report.using(priority=10), ["monthly invoices"], {"pages": 15}),
+        ]
+    )
+
+
 def _enqueue_scheduled() -> None:
-    """Jobs due later: in minutes, hours and tomorrow."""
+    """Jobs due later: in a few minutes (watch them start), in hours, and tomorrow."""
+    tasks.say_hello.using(run_after=timedelta(minutes=2)).enqueue("in two minutes")
+    tasks.check_inventory.using(run_after=timedelta(minutes=5)).enqueue("SKU-3003")
     tasks.say_hello.using(run_after=timedelta(minutes=10)).enqueue("in ten minutes")
     tasks.crunch_numbers.using(run_after=timedelta(hours=2)).enqueue(steps=5)
     tomorrow = timezone.now() + timedelta(days=1)
@@ -110,10 +157,11 @@ def _enqueue_scheduled() -> None:
 
 
 def _enqueue_blocked() -> None:
-    """Several syncs of one account: one holds the semaphore, the others wait blocked."""
+    """Syncs of one account run one at a time, 45 seconds each: three of them wait,
+    blocked, for up to a few minutes. Another account's sync runs beside them."""
     for _ in range(4):
-        tasks.sync_account.enqueue(1, seconds=5.0)
-    tasks.sync_account.enqueue(2, seconds=5.0)
+        tasks.sync_account.enqueue(1, seconds=45.0)
+    tasks.sync_account.enqueue(2, seconds=45.0)
 
 
 def _enqueue_invoice(customer: Customer) -> None:

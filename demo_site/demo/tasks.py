@@ -14,6 +14,7 @@ try:
 except ImportError:  # Django 5.2 with the django-tasks backport
     from django_tasks import task
 
+from steady_queue.cleanup import clear_finished_jobs
 from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress
 from steady_queue.recurring_task import recurring
@@ -28,6 +29,13 @@ class PaymentDeclined(Exception):
 
 class ServiceTimeout(Exception):
     """The made-up flaky service did not answer in time."""
+
+
+class ReportTemplateMissing(LookupError):
+    """A report was asked for with a template that does not exist."""
+
+
+REPORT_TEMPLATES = {"daily sales", "weekly signups", "monthly invoices"}
 
 
 @task()
@@ -70,6 +78,17 @@ def sync_account(account_id: int, seconds: float = 3.0) -> str:
     return f"Account {account_id} synchronised."
 
 
+@task(queue_name="reports", takes_context=True)
+def build_report(context, name: str, pages: int = 12) -> str:
+    """Paused queue: the demo pauses "reports", so these wait until you resume it."""
+    if name not in REPORT_TEMPLATES:
+        raise ReportTemplateMissing(f"No report template named {name!r}.")
+    for page in range(1, pages + 1):
+        time.sleep(1.0)
+        report_progress(context, page, pages, f"Rendered page {page} of {pages}")
+    return f"Report {name!r}: {pages} pages."
+
+
 @task(queue_name="real_time", priority=10)
 def send_invoice(
     customer: Customer,
@@ -105,6 +124,23 @@ def describe_attempt(context, label: str) -> dict:
 def recurring_hello(name: str = "scheduler") -> str:
     """Recurring: the scheduler enqueues it on its cron schedules."""
     return f"Hello from the {name}!"
+
+
+@recurring(
+    schedule="* * * * *",
+    key="demo.keep-busy",
+    description="Every minute: a few new jobs, so that every screen keeps something to show",
+)
+@task()
+def keep_busy() -> int:
+    """Recurring: enqueues the home page's batch (running, blocked, failing, scheduled jobs)."""
+    from .seeding import enqueue_batch  # seeding imports this module
+
+    return enqueue_batch()
+
+
+# The built-in cleanup, on a schedule: jobs finished more than a day ago are deleted.
+recurring(schedule="0 * * * *", key="demo.clear-finished-jobs")(clear_finished_jobs)
 
 
 def _submit_to_gateway(card_number: str, amount: Decimal) -> None:

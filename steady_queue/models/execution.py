@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from .. import db, notify, postgres
+from ..compat import TaskResultStatus
 from ..queue_selector import QueueSelector
 from .claimed_lifecycle import ClaimedLifecycle
 
@@ -18,7 +19,14 @@ if TYPE_CHECKING:
 
 
 class Execution(models.Model):
-    """Where a job is now: exactly one execution row exists per unfinished job."""
+    """Where a job is now: exactly one execution row exists per unfinished job.
+
+    Each kind names its state (``Job.state``, the dashboard, the docs) and the
+    TaskResult status it shows as, here and nowhere else.
+    """
+
+    state_name: str
+    task_status: TaskResultStatus
 
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -31,6 +39,9 @@ class Execution(models.Model):
 
 class ReadyExecution(Execution):
     """A job that a worker may claim now."""
+
+    state_name = "ready"
+    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -74,6 +85,8 @@ class ReadyExecution(Execution):
     @classmethod
     def _select_and_lock(cls, relation, limit: int, process) -> list[ClaimedExecution]:
         with db.atomic():
+            if process is not None:  # pruned, its claims were failed: it claims nothing more
+                relation = relation.filter(process.row_exists())
             candidates = db.lock(relation.order_by("-priority", "job_id"))
             job_ids = list(candidates.values_list("job_id", flat=True)[:limit])
             if not job_ids:
@@ -85,6 +98,9 @@ class ReadyExecution(Execution):
 
 class ScheduledExecution(Execution):
     """A job waiting for its ``scheduled_at`` before it becomes ready."""
+
+    state_name = "scheduled"
+    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -138,6 +154,9 @@ class ScheduledExecution(Execution):
 class ClaimedExecution(ClaimedLifecycle, Execution):
     """A job a worker has claimed and is running; ``created_at`` is the attempt's start."""
 
+    state_name = "claimed"
+    task_status = TaskResultStatus.RUNNING
+
     job = models.OneToOneField(
         "steady_queue.Job",
         on_delete=models.CASCADE,
@@ -181,6 +200,9 @@ class ClaimedExecution(ClaimedLifecycle, Execution):
 
 class BlockedExecution(Execution):
     """A job waiting for its concurrency semaphore."""
+
+    state_name = "blocked"
+    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -232,6 +254,9 @@ class BlockedExecution(Execution):
 
 class FailedExecution(Execution):
     """A job whose last attempt failed; it stays here until retried or discarded."""
+
+    state_name = "failed"
+    task_status = TaskResultStatus.FAILED
 
     job = models.OneToOneField(
         "steady_queue.Job",

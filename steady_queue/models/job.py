@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .. import arguments, concurrency
 from .job_clearable import ClearableQuerySet
 from .job_executable import EXECUTION_RELATIONS, Executable
 from .job_operations import Operations, OperationsQuerySet
@@ -73,3 +78,26 @@ class Job(Retryable, Operations, Executable, models.Model):
         if values:
             raise TypeError(f"Job has no fields {', '.join(sorted(values))}")
         return job
+
+    @classmethod
+    def for_task_call(
+        cls, task, args: Sequence[Any], kwargs: Mapping[str, Any], *, backend: str
+    ) -> Job:
+        """The unsaved job of calling ``task`` with ``args`` and ``kwargs`` (validated already)."""
+        limit = concurrency.limit_for(task.module_path)
+        return cls.new(
+            queue_name=task.queue_name,
+            task_path=task.module_path,
+            backend=backend,
+            arguments=arguments.serialize(args, kwargs),
+            priority=task.priority,
+            scheduled_at=scheduled_at(task.run_after),
+            concurrency_key=limit.key_for(args, kwargs) if limit else "",
+        )
+
+
+def scheduled_at(run_after: datetime | timedelta | None) -> datetime | None:
+    """Turn ``run_after`` (an aware datetime or a delay) into the time the job is due."""
+    if isinstance(run_after, timedelta):
+        return timezone.now() + run_after
+    return run_after

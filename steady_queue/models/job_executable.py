@@ -88,9 +88,7 @@ class Executable(ConcurrencyControls):
         if self.finished_at is not None:
             return TaskResultStatus.SUCCESSFUL
         execution = self.execution
-        if execution is None:
-            return TaskResultStatus.FAILED
-        return EXECUTION_STATUSES[type(execution).__name__]
+        return TaskResultStatus.FAILED if execution is None else execution.task_status
 
     @property
     def state(self) -> str:
@@ -98,7 +96,7 @@ class Executable(ConcurrencyControls):
         if self.finished_at is not None:
             return "finished"
         execution = self.execution
-        return STATES[type(execution).__name__] if execution else "discarded"
+        return execution.state_name if execution else "discarded"
 
 
 EXECUTION_RELATIONS = (
@@ -108,19 +106,3 @@ EXECUTION_RELATIONS = (
     "blocked_execution",
     "failed_execution",
 )
-
-EXECUTION_STATUSES = {
-    "ReadyExecution": TaskResultStatus.READY,
-    "ScheduledExecution": TaskResultStatus.READY,
-    "BlockedExecution": TaskResultStatus.READY,
-    "ClaimedExecution": TaskResultStatus.RUNNING,
-    "FailedExecution": TaskResultStatus.FAILED,
-}
-
-STATES = {
-    "ReadyExecution": "ready",
-    "ScheduledExecution": "scheduled",
-    "BlockedExecution": "blocked",
-    "ClaimedExecution": "claimed",
-    "FailedExecution": "failed",
-}

@@ -34,8 +34,13 @@ class Operations:
         self._state.fields_cache.clear()
 
     def release(self) -> None:
-        """Make this blocked job ready without waiting for its concurrency semaphore."""
+        """Make this blocked job ready now, taking a slot of its key even if none is free.
+
+        The job runs over the limit, as the operator asked; it holds its slot like any
+        other, so no other job of the key starts until fewer than ``to`` hold one.
+        """
         from .execution import BlockedExecution, ReadyExecution
+        from .semaphore import Semaphore
 
         with db.atomic():
             blocked = db.lock(BlockedExecution.objects.filter(job_id=self.pk)).first()
@@ -43,6 +48,10 @@ class Operations:
                 raise JobStateError(
                     f"Job {self.pk} is {state_of(self)}: only blocked jobs can be released."
                 )
+            # Without a slot, its finish would give back one it never took: over the limit.
+            limit = self.concurrency_limit
+            if self.is_concurrency_limited and limit is not None:
+                Semaphore.take_over_limit(self.concurrency_key, limit)
             blocked.delete()
             ReadyExecution.create_all_from_jobs([self])
         self._state.fields_cache.clear()

@@ -11,7 +11,7 @@ from django.utils import timezone
 import steady_queue
 
 from .. import db
-from ..processes.errors import ProcessPrunedError
+from ..process_errors import ProcessPrunedError
 
 if TYPE_CHECKING:
     from .process import Process

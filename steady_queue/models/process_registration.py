@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.db.models import Exists
 from django.utils import timezone
 
 from .. import db
@@ -25,6 +26,16 @@ class Registration:
         """Record that this process is alive; False when its row is gone (it was pruned)."""
         rows = type(self).objects.using(db.alias()).filter(pk=self.pk)
         return rows.update(last_heartbeat_at=timezone.now()) > 0
+
+    def row_exists(self) -> Exists:
+        """A condition for a claim's query: true while this process's row exists.
+
+        A pruned process's claims were failed with it: it must not make new ones. A claim
+        that reads the row while a prune of it is in progress can still be made; the
+        worker then asks before starting the job (Heartbeat.confirm), and that heartbeat
+        waits for the prune's lock on the row: it finds no row and starts nothing.
+        """
+        return Exists(type(self).objects.using(db.alias()).filter(pk=self.pk))
 
     def deregister(self, *, release_claims: bool = True) -> None:
         """Remove this process's row; its unfinished claimed jobs go back to ready.

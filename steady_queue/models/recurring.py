@@ -23,6 +23,9 @@ class RecurringTask(Schedulable, models.Model):
     enabled = models.BooleanField(default=True)
     # Runs missed while no scheduler was up are enqueued when no older than this.
     catch_up_window = models.DurationField(null=True, blank=True)
+    # The due time of the latest run a scheduler enqueued. Catch-up starts after it, and no
+    # run at or before it is enqueued again, even once cleanup deleted the runs' rows.
+    last_enqueued_run_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -7,14 +7,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, models
-from django.db.models import Max
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .. import arguments, db
 from ..compat import Task, task_enqueued
+from ..cron_times import next_time, recent_times
 from ..exceptions import JobStateError
-from ..recurring_task import Recurrence, next_time
+from ..recurring_task import CATCH_UP_LIMIT, Recurrence
 from ..schedule_description import describe
 
 if TYPE_CHECKING:
@@ -70,6 +71,14 @@ class Schedulable:
         """Return the first run strictly after ``now`` (default: the current time)."""
         return next_time(self.schedule, now or timezone.now())
 
+    @property
+    def upcoming_run_at(self) -> datetime | None:
+        """The next run after now; None when the schedule is invalid or never fires."""
+        try:
+            return self.next_run_at()
+        except ValueError:  # croniter's errors, e.g. "0 0 30 2 *" (February 30th)
+            return None
+
     def runs_between(self, start: datetime, end: datetime) -> Iterator[datetime]:
         """Yield the runs after ``start`` up to and including ``end``."""
         run_at = self.next_run_at(start)
@@ -77,13 +86,28 @@ class Schedulable:
             yield run_at
             run_at = self.next_run_at(run_at)
 
+    def due_runs(self, after: datetime, now: datetime) -> list[datetime]:
+        """Return which of the runs due after ``after`` up to ``now`` to enqueue, oldest first.
+
+        Without a catch-up window only the latest: the others were missed (no scheduler
+        was up, or the database was down). With one, those within it, at most
+        ``CATCH_UP_LIMIT`` (the latest ones).
+        """
+        if not self.catch_up_window:
+            return recent_times(self.schedule, now, after, limit=1)
+        after = max(after, now - self.catch_up_window)
+        return recent_times(self.schedule, now, after, limit=CATCH_UP_LIMIT)
+
     def missed_runs(self, now: datetime) -> list[datetime]:
-        """Return the runs no scheduler enqueued within the catch-up window before ``now``."""
+        """Return the runs to catch up when a scheduler starts: none without ``catch_up``.
+
+        They follow the latest run any scheduler enqueued, which is kept on this row so
+        that clearing finished jobs (and the runs' rows with them) does not repeat them.
+        """
         if not self.catch_up_window:
             return []
-        last = self.executions().aggregate(last=Max("run_at"))["last"]
-        start = max(filter(None, [last, self.created_at, now - self.catch_up_window]))
-        return list(self.runs_between(start, now))
+        last = max(filter(None, [self.last_enqueued_run_at, self.created_at]))
+        return self.due_runs(last, now)
 
     @property
     def schedule_description(self) -> str:
@@ -91,22 +115,19 @@ class Schedulable:
         return describe(self.schedule)
 
     def enqueue(self, run_at: datetime) -> Job | None:
-        """Enqueue the run due at ``run_at``; None when another scheduler already did."""
-        task = self.task()
-        backend = task.get_backend()
-        args, kwargs = arguments.deserialize(self.arguments)
-        try:
-            with db.atomic():  # a savepoint when called inside a transaction
-                job = self._enqueue_job(task, backend, args, kwargs)
-                self.executions().create(job=job, task_key=self.key, run_at=run_at)
-        except IntegrityError:  # (task_key, run_at) is taken: the run exists already
-            return None
-        task_enqueued.send(type(backend), task_result=backend._new_result(job, task))
-        return job
+        """Enqueue the run due at ``run_at``.
+
+        None when that run, or a later one, was enqueued already (by another scheduler,
+        or before its rows were cleared): runs of a task are enqueued in order, once.
+        """
+        return self._enqueue_run(run_at, scheduled=True)
 
     def enqueue_now(self) -> Job:
-        """Enqueue one run now, whatever the schedule or the enabled flag; record it."""
-        job = self.enqueue(timezone.now())
+        """Enqueue one run now, whatever the schedule or the enabled flag; record it.
+
+        An extra run: scheduled runs and their catch-up go on as if it had not happened.
+        """
+        job = self._enqueue_run(timezone.now(), scheduled=False)
         if job is None:
             raise JobStateError(f"Recurring task {self.key!r} was enqueued at this instant.")
         return job
@@ -128,6 +149,33 @@ class Schedulable:
         from .recurring import RecurringExecution
 
         return RecurringExecution.objects.using(db.alias()).filter(task_key=self.key)
+
+    def _enqueue_run(self, run_at: datetime, *, scheduled: bool) -> Job | None:
+        task = self.task()
+        backend = task.get_backend()
+        args, kwargs = arguments.deserialize(self.arguments)
+        try:
+            with db.atomic():  # a savepoint when called inside a transaction
+                if scheduled and not self._claim_run(run_at):
+                    return None
+                job = self._enqueue_job(task, backend, args, kwargs)
+                self.executions().create(job=job, task_key=self.key, run_at=run_at)
+        except IntegrityError:  # (task_key, run_at) is taken: the run exists already
+            return None
+        if scheduled:
+            self.last_enqueued_run_at = run_at
+        task_enqueued.send(type(backend), task_result=backend._new_result(job, task))
+        return job
+
+    def _claim_run(self, run_at: datetime) -> bool:
+        """Move the last enqueued run to ``run_at`` unless it is there or later already.
+
+        The update locks this row until the transaction ends, so schedulers racing for
+        one task take turns; the loser sees the winner's run and backs off.
+        """
+        later = Q(last_enqueued_run_at__isnull=True) | Q(last_enqueued_run_at__lt=run_at)
+        rows = type(self).objects.using(db.alias()).filter(later, pk=self.pk)
+        return rows.update(last_enqueued_run_at=run_at) == 1
 
     def _enqueue_job(self, task: Task, backend, args: list, kwargs: dict) -> Job:
         from .job import Job

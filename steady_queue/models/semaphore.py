@@ -41,6 +41,22 @@ class Semaphore(models.Model):
         return semaphore.value > 0 and cls._attempt_decrement(key, limit)
 
     @classmethod
+    def take_over_limit(cls, key: str, limit: ConcurrencyLimit) -> None:
+        """Take one slot of ``key`` even when none is free: a job an operator released by hand.
+
+        ``value`` may go below zero: the key then counts more holders than ``limit.to``, and
+        no job of it is admitted until enough of them have given their slot back.
+        """
+        db.retry_deadlocks(lambda: cls._take_over_limit(key, limit))
+
+    @classmethod
+    def _take_over_limit(cls, key: str, limit: ConcurrencyLimit) -> None:
+        rows = cls.objects.using(db.alias()).filter(key=key)
+        taken = {"value": F("value") - 1, "expires_at": timezone.now() + limit.expires_in}
+        if rows.update(**taken) == 0 and not cls._attempt_creation(key, limit):
+            rows.update(**taken)  # another job created it first, and took its last slot
+
+    @classmethod
     def signal(cls, key: str, limit: ConcurrencyLimit, count: int = 1) -> bool:
         """Give back ``count`` slots of ``key``, never above ``limit.to``."""
         updated = (

@@ -85,6 +85,14 @@ class Poller(Base, abc.ABC):
                 delay = RETRY_INTERVAL
             self.sleep(delay)
 
+    def still_registered(self) -> bool:
+        """False once this process knows it was pruned: it is stopping, and must start nothing.
+
+        Its row is gone and its claimed jobs were failed; it exits, and its supervisor
+        starts another in its place.
+        """
+        return self._heartbeat is None or self._heartbeat.confirm()
+
     def sleep(self, delay: float) -> None:
         """Sleep up to ``delay`` seconds; a wake-up, a stop or a lost supervisor ends it."""
         deadline = time.monotonic() + delay

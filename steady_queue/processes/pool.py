@@ -57,9 +57,17 @@ class Pool:
 
     def start(self) -> None:
         for index in range(self.size):
-            thread = threading.Thread(target=self._work, name=f"{self.name}-{index}", daemon=True)
-            thread.start()
+            self._start_thread(index)
+
+    def _start_thread(self, index: int) -> None:
+        thread = threading.Thread(
+            target=self._work, args=(index,), name=f"{self.name}-{index}", daemon=True
+        )
+        if index < len(self._threads):
+            self._threads[index] = thread
+        else:
             self._threads.append(thread)
+        thread.start()
 
     @property
     def idle_threads(self) -> int:
@@ -107,14 +115,26 @@ class Pool:
         """Run ``claimed``, then each job claimed after it, on this thread, while there is one."""
         while claimed is not None:
             self._perform(claimed)
-            claimed = self._next_after(claimed)
+            try:
+                claimed = self._next_after(claimed)
+            except BaseException:
+                with self._claims:  # it runs nothing now: never count it as busy again
+                    self._running.discard(claimed.job_id)
+                raise
 
-    def _work(self) -> None:
+    def _work(self, index: int) -> None:
+        stopped = False
         try:
             while (claimed := self._queue.get()) is not None:
                 self.run(claimed)
+            stopped = True
+        except BaseException:
+            # Everything a job raises is recorded by perform(); this is the pool's own bug.
+            logger.exception("Thread %s-%s failed; starting another", self.name, index)
         finally:
             close_connections()
+            if not stopped:  # a worker never runs with fewer threads than it says it has
+                self._start_thread(index)
 
     def _perform(self, claimed: ClaimedExecution) -> None:
         from ..perform import perform
@@ -122,7 +142,7 @@ class Pool:
         claimed.successor = self._successor()
         try:
             perform(claimed)
-        except Exception:
+        except BaseException:
             # perform() records the task's own errors; this is about recording them.
             logger.exception("Could not record the outcome of job %s", claimed.job_id)
         finally:

@@ -65,7 +65,7 @@ class Worker(Poller):
         if wanted == 0:
             return WAIT_FOR_IDLE_THREAD
         claimed = self._claim(wanted)
-        if self.stopping:  # the stop arrived while claiming: these jobs never started
+        if not self._may_start(claimed):  # these jobs never started
             self._release([execution.job_id for execution in claimed])
             return 0
         for execution in claimed:
@@ -109,7 +109,7 @@ class Worker(Poller):
             claimed = successor.claimed
         else:
             claimed = self._claim_one()
-        if claimed and self.stopping:
+        if claimed and not self._may_start(claimed):
             self._release([claimed[0].job_id])
             return None
         return claimed[0] if claimed else None
@@ -136,7 +136,15 @@ class Worker(Poller):
         return postgres.NextClaim(queue_name, self.process, allowed=self._may_claim)
 
     def _may_claim(self) -> bool:
-        return not self.stopping and not self._claim_failed
+        return not self.stopping and not self._claim_failed and self.still_registered()
+
+    def _may_start(self, claimed: list[ClaimedExecution]) -> bool:
+        """Whether to run jobs just claimed: not if a stop, or a prune, came meanwhile.
+
+        Frozen between its claim and now, this process may have been pruned and these
+        jobs failed: it must not run them late. (Once its row is gone, claims are refused.)
+        """
+        return not claimed or (self.still_registered() and not self.stopping)
 
     def _release_lost_claims(self) -> None:
         # A claim whose commit succeeded although the connection failed before we heard

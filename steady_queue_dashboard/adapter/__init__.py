@@ -17,13 +17,14 @@ from .job_queries import (
     capped_count,
     display_arguments,
     display_value,
+    failed_jobs_by_ids,
     find_job,
     jobs,
     listing_for,
     status_counts,
 )
 from .processes import Health, ProcessNode, process_health, process_tree
-from .queues import Queue, pause_queue, queue, queue_names, queues, resume_queue
+from .queues import Queue, pause_queue, queue, queue_exists, queue_names, queues, resume_queue
 from .recurring import (
     find_recurring_task,
     recurring_runs,
@@ -51,6 +52,7 @@ __all__ = [
     "concurrency_keys",
     "display_arguments",
     "display_value",
+    "failed_jobs_by_ids",
     "find_job",
     "find_recurring_task",
     "jobs",
@@ -59,6 +61,7 @@ __all__ = [
     "process_health",
     "process_tree",
     "queue",
+    "queue_exists",
     "queue_names",
     "queues",
     "recurring_runs",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
@@ -11,6 +12,13 @@ from django.utils.translation import ngettext, ngettext_lazy
 from steady_queue import db
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import Job
+
+from .release import release_all
+
+logger = logging.getLogger(__name__)
+# Jobs handed to the engine per call. Each call commits before the next starts, so a
+# failure part-way leaves the earlier batches done, and the count says how many.
+BATCH_SIZE = 500
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,14 @@ BULK_ACTIONS = {
             "%(count)s job is ready to run now.", "%(count)s jobs are ready to run now.", "count"
         ),
     ),
+    "release": (
+        release_all,
+        ngettext_lazy(
+            "%(count)s job was released and is ready to run.",
+            "%(count)s jobs were released and are ready to run.",
+            "count",
+        ),
+    ),
 }
 
 
@@ -56,17 +72,33 @@ def act_on_job(action: str, pk: int) -> Outcome:
         getattr(job, method)()
     except JobStateError as exc:
         return Outcome(False, str(exc))
+    except Exception as exc:
+        logger.exception("Dashboard %s of job %s failed", action, pk)
+        return Outcome(False, f"{type(exc).__name__}: {exc}")
     return Outcome(True, done % {"id": pk}, affected=1)
 
 
 def act_on_jobs(action: str, queryset: QuerySet, expected: int | None = None) -> Outcome:
-    """Run ``action`` on every job of ``queryset``, in the engine's batches.
+    """Run ``action`` on every job of ``queryset``, a batch at a time; never raise.
 
     With ``expected`` (the number of rows the user selected), say how many of them
-    had meanwhile changed state or vanished.
+    had meanwhile changed state or vanished. An error part-way stops the action and
+    is reported with the number of jobs already done, which stay done.
     """
     method, done = BULK_ACTIONS[action]
-    count = getattr(queryset, method)()
+    count = 0
+    try:
+        for batch in _batches(queryset):
+            count += _run(method, queryset.filter(pk__in=batch))
+    except Exception as exc:
+        logger.exception("Dashboard %s stopped after %s jobs", action, count)
+        message = (
+            done % {"count": count}
+            + " "
+            + _("Then an error stopped the action, leaving the other jobs as they were: %(error)s")
+            % {"error": f"{type(exc).__name__}: {exc}"}
+        )
+        return Outcome(False, message, affected=count)
     message = done % {"count": count}
     if expected is not None and count < expected:
         skipped = expected - count
@@ -76,3 +108,19 @@ def act_on_jobs(action: str, queryset: QuerySet, expected: int | None = None) ->
             skipped,
         ) % {"count": skipped}
     return Outcome(count > 0 or expected is None, message, affected=count)
+
+
+def _run(method, queryset: QuerySet) -> int:
+    """Call the engine's bulk method (a queryset method's name, or a function of one)."""
+    if callable(method):
+        return method(queryset, batch_size=BATCH_SIZE)
+    return getattr(queryset, method)(batch_size=BATCH_SIZE)
+
+
+def _batches(queryset: QuerySet):
+    """Yield the ids of ``queryset`` in ascending batches (keyset on the primary key)."""
+    ids = queryset.order_by("pk").values_list("pk", flat=True)
+    last = None
+    while batch := list((ids if last is None else ids.filter(pk__gt=last))[:BATCH_SIZE]):
+        yield batch
+        last = batch[-1]

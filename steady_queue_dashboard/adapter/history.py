@@ -63,7 +63,8 @@ def attempts(job: Job) -> list[Attempt]:
 def timeline(job: Job) -> list[Event]:
     """Return what happened to ``job`` so far, oldest first."""
     events = [Event(job.created_at, _("Enqueued"), job.queue_name)]
-    if job.scheduled_at:
+    # A job run early ("Run now") keeps its due time; it is no longer an event to come.
+    if job.scheduled_at and (job.state == "scheduled" or job.scheduled_at <= timezone.now()):
         events.append(Event(job.scheduled_at, _("Due"), kind="scheduled"))
     for attempt in attempts(job):
         events += _attempt_events(attempt)

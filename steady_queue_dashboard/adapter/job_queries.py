@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections
-from django.db.models import Q, QuerySet
+from django.db.models import JSONField, Q, QuerySet, Value
+from django.db.models.fields.json import KeyTransform
 from django.utils.text import Truncator
 
 from steady_queue import arguments, db
@@ -21,6 +22,7 @@ from steady_queue.models import (
     ScheduledExecution,
 )
 
+from .. import masking
 from ..listings import LISTINGS, Listing
 
 # Counting stops here: "100,000+" tells as much as an exact count of millions, and reading
@@ -54,6 +56,11 @@ def jobs(listing: Listing) -> QuerySet:
     return queryset.select_related(*related) if related else queryset
 
 
+def failed_jobs_by_ids(ids: list[int]) -> QuerySet:
+    """The jobs ``ids`` that are still failed (a bulk action's exact set)."""
+    return Job.objects.using(db.alias()).filter(pk__in=ids, failed_execution__isnull=False)
+
+
 def find_job(pk: int) -> Job | None:
     """Return the job with every execution, process and recurring run loaded, or None."""
     queryset = Job.objects.using(db.alias()).with_execution()
@@ -79,26 +86,41 @@ def listing_for(job: Job) -> Listing | None:
 
 
 def argument_query(name: str | None, value: Any) -> Q:
-    """Match jobs called with ``value`` as a positional argument, or as keyword ``name``."""
+    """Match jobs called with ``value`` as a positional argument, or as keyword ``name``.
+
+    Masked values are never searched: a masked keyword matches nothing, and a bare
+    value skips the tasks that mask positional arguments.
+    """
+    if name and masking.is_masked_key(name):
+        return Q(pk__in=[])
     candidates = [value, *([str(value)] if not isinstance(value, str) else [])]
     if name:
-        path = f"arguments__kwargs__{name}"
-        return _any_of({path: v} for v in candidates) | _any_of(
-            {f"{path}__pk": v} for v in candidates
-        )
+        # Key transforms, not a "arguments__kwargs__<name>" path: a keyword named like a
+        # lookup (isnull, in, contains) must stay a key, not become a lookup.
+        keyword = KeyTransform(name, KeyTransform("kwargs", "arguments"))
+        matches = Q()
+        for side in (keyword, KeyTransform("pk", keyword)):
+            for v in candidates:
+                matches |= Q(side.get_lookup("exact")(side, Value(v, output_field=JSONField())))
+        return matches & _excluding(masking.tasks_masking_names(name))
+    hidden = _excluding(masking.tasks_masking_positions())
     if connections[db.alias()].features.supports_json_field_contains:
         # One containment test per candidate matches any position.
-        return _any_of(
+        return hidden & _any_of(
             {"arguments__contains": {"args": [shape]}}
             for v in candidates
             for shape in (v, {"pk": v})
         )
-    return _any_of(
+    return hidden & _any_of(
         {f"arguments__args__{position}{suffix}": v}
         for position in range(SEARCHED_POSITIONS)
         for suffix in ("", "__pk")
         for v in candidates
     )
+
+
+def _excluding(task_paths: list[str]) -> Q:
+    return ~Q(task_path__in=task_paths) if task_paths else Q()
 
 
 def _any_of(lookups) -> Q:
@@ -109,14 +131,14 @@ def _any_of(lookups) -> Q:
 
 
 def display_arguments(job: Job) -> str:
-    """Return the job's arguments as indented JSON, as the task will receive them."""
-    args, kwargs = arguments.display(job.arguments)
+    """Return the job's arguments as indented JSON, as the task will receive them, masked."""
+    args, kwargs = masking.mask_call(*arguments.display(job.arguments), job.task_path)
     return json.dumps({"args": args, "kwargs": kwargs}, indent=2, default=str)
 
 
-def arguments_preview(stored: dict, length: int = 120) -> str:
-    """Return stored arguments on one line, shortened to ``length`` characters."""
-    args, kwargs = arguments.display(stored or {})
+def arguments_preview(stored: dict, length: int = 120, task_path: str | None = None) -> str:
+    """Return stored arguments on one line, masked, shortened to ``length`` characters."""
+    args, kwargs = masking.mask_call(*arguments.display(stored or {}), task_path)
     parts = [_compact(value) for value in args]
     parts += [f"{name}={_compact(value)}" for name, value in kwargs.items()]
     return Truncator(", ".join(parts)).chars(length)
@@ -127,7 +149,8 @@ def _compact(value: Any) -> str:
 
 
 def display_value(value: Any) -> str:
-    return json.dumps(value, indent=2, default=str)
+    """Return a return value as indented JSON, its masked keys hidden."""
+    return json.dumps(masking.mask(value), indent=2, default=str)
 
 
 def activity(starts: list[datetime], width: timedelta) -> dict[str, dict[datetime, int]]:

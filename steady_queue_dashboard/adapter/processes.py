@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Q
 from django.utils import timezone
 
 import steady_queue
@@ -47,11 +46,6 @@ class Health:
 
 def process_health() -> list[Health]:
     """Count processes by kind, and those whose heartbeat is overdue."""
-    threshold = timezone.now() - steady_queue.process_alive_threshold
-    rows = (
-        Process.objects.using(db.alias())
-        .values("kind")
-        .annotate(total=Count("pk"), stale=Count("pk", filter=Q(last_heartbeat_at__lt=threshold)))
-        .order_by("kind")
-    )
-    return [Health(row["kind"], row["total"], row["stale"]) for row in rows]
+    from .overview import health_of, process_states
+
+    return health_of(process_states())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext_lazy as _
 
@@ -13,6 +15,8 @@ from steady_queue.models import RecurringExecution, RecurringTask
 from steady_queue.models.job_executable import EXECUTION_RELATIONS
 
 from .actions import Outcome
+
+logger = logging.getLogger(__name__)
 
 
 def recurring_tasks() -> QuerySet:
@@ -49,6 +53,10 @@ def run_recurring_task(key: str) -> Outcome:
         job = task.enqueue_now()
     except (JobStateError, ImportError, DeserializationError, InvalidTask) as exc:
         return Outcome(False, _("Could not run %(key)s: %(error)s") % {"key": key, "error": exc})
+    except Exception as exc:  # the task's own code (e.g. its concurrency key) raised
+        logger.exception("Could not enqueue recurring task %s from the dashboard", key)
+        error = f"{type(exc).__name__}: {exc}"
+        return Outcome(False, _("Could not run %(key)s: %(error)s") % {"key": key, "error": error})
     return Outcome(
         True,
         _("Recurring task %(key)s was enqueued as job %(id)s.") % {"key": key, "id": job.pk},

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import formats, timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from .. import adapter
+from ..conf import setting
 
 register = template.Library()
 
@@ -52,22 +53,57 @@ def sq_button(url_name: str, target: Any, action: str) -> SafeString:
     )
 
 
+@register.simple_tag
+def sq_logout_url() -> str:
+    """Where "Log out" posts: the LOGOUT_URL setting, else the "logout" or admin's URL."""
+    configured = setting("LOGOUT_URL")
+    if configured:
+        return configured
+    for name in ("logout", "admin:logout"):
+        try:
+            return reverse(name)
+        except NoReverseMatch:
+            continue
+    return ""
+
+
 @register.filter
 def action_label(action: str) -> str:
     return ACTION_LABELS[action]
 
 
 @register.simple_tag
-def sq_time(value: datetime | str | None) -> SafeString | str:
-    """Render ``value`` as "3 minutes ago" / "in 5 minutes", exact time in the tooltip."""
+def sq_time(value: datetime | str | None, exact: bool = False) -> SafeString | str:
+    """Render ``value`` as "3 minutes ago" / "in 5 minutes", exact time in the tooltip.
+
+    With ``exact``, the exact time shows beside it too: for columns an operator
+    compares (when did these failures start, which action came first).
+    """
     when = parse_datetime(value) if isinstance(value, str) else value
     if when is None:
         return "—"
     # strftime, not date_format: this runs for every time on a page of fifty rows.
-    exact = timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S %Z")
+    # With USE_TZ = False, times are naive and already local.
+    local = timezone.localtime(when) if timezone.is_aware(when) else when
+    exact_text = local.strftime("%Y-%m-%d %H:%M:%S %Z").rstrip()
+    shown = local.strftime("%Y-%m-%d %H:%M:%S").rstrip()
+    if exact:
+        return format_html(
+            '<time datetime="{}" title="{}">{} <span class="exact-time">{}</span></time>',
+            when.isoformat(),
+            exact_text,
+            relative(when),
+            shown,
+        )
     return format_html(
-        '<time datetime="{}" title="{}">{}</time>', when.isoformat(), exact, relative(when)
+        '<time datetime="{}" title="{}">{}</time>', when.isoformat(), exact_text, relative(when)
     )
+
+
+@register.filter
+def exact_time(when: datetime | None) -> str:
+    """The exact local time, where "in 5 min" would mislead (a time that no longer comes)."""
+    return timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S %Z") if when else "—"
 
 
 def relative(when: datetime, now: datetime | None = None) -> str:
@@ -110,8 +146,11 @@ def is_past(when: datetime | None) -> bool:
 
 
 @register.filter
-def arguments_preview(stored: dict) -> str:
-    return adapter.arguments_preview(stored)
+def arguments_preview(source: Any) -> str:
+    """Preview a job's or recurring task's arguments (or stored arguments), masked."""
+    if hasattr(source, "task_path"):
+        return adapter.arguments_preview(source.arguments, task_path=source.task_path)
+    return adapter.arguments_preview(source)
 
 
 @register.filter

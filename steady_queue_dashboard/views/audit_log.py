@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
 from ..access import guard
-from ..keyset import Keyset
+from ..keyset import PAGE_AFTER, PAGE_BEFORE, Keyset
 from ..models import AuditEntry
 from .rendering import render_page
 
@@ -18,7 +18,7 @@ PAGE_SIZE = 50
 def audit_log(request: HttpRequest) -> HttpResponse:
     entries = AuditEntry.objects.select_related(None)
     keyset = Keyset(entries, ("-created_at", "-pk"), PAGE_SIZE)
-    page = keyset.page(after=request.GET.get("after"), before=request.GET.get("before"))
+    page = keyset.page(after=request.GET.get(PAGE_AFTER), before=request.GET.get(PAGE_BEFORE))
     return render_page(
         request,
         "steady_queue_dashboard/audit/list.html",

@@ -1,16 +1,30 @@
-"""Actions on jobs: one job at a time, the selected rows, or every job matching a filter."""
+"""Actions on jobs: one job at a time, the selected rows, or every job matching a filter.
+
+Discarding is confirmed first (a signed step, see ``confirmation``); so is every action
+on "all matching" jobs, which also refuses filters it could not read rather than
+widening to the whole list.
+"""
 
 from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django_htmx.http import reswap, retarget
 
-from .. import adapter, audit
+from .. import adapter, audit, confirmation
 from ..access import guard
 from ..joblist import JobList
 from ..listings import LISTINGS
 from .rendering import acted, back, render_page
+
+# A job id as a form sends it: ASCII digits that fit a 64-bit key ("²" is a digit too).
+JOB_ID = re.compile(r"[0-9]{1,18}")
+# Actions on one job that destroy it, and so ask first.
+CONFIRMED_JOB_ACTIONS = frozenset({"discard"})
 
 
 @guard(action=True)
@@ -48,10 +62,33 @@ def jobs_dispatch(request: HttpRequest, status: str) -> HttpResponse:
     return _act_on_jobs(request, "dispatch", status)
 
 
+@guard(action=True)
+def jobs_release(request: HttpRequest, status: str) -> HttpResponse:
+    return _act_on_jobs(request, "release", status)
+
+
 def _act_on_job(request: HttpRequest, action: str, pk: int) -> HttpResponse:
+    link = reverse("steady_queue_dashboard:job-detail", args=[pk])
+    job = adapter.find_job(pk)
+    details = audit.job_details(job) if job is not None else {}
+    if job is not None and action in CONFIRMED_JOB_ACTIONS:
+        facts = {"action": action, "job": pk, "details": details}
+        if not confirmation.confirmed(request, **facts):
+            return _confirm(
+                request,
+                {
+                    "action": action,
+                    "job": job,
+                    "details": details,
+                    "form_url": request.path,
+                    "hidden": [(confirmation.FIELD, confirmation.token(request, **facts))],
+                    "next": back(request, link),
+                    "changed": confirmation.attempted(request),
+                },
+            )
     outcome = adapter.act_on_job(action, pk)
-    audit.record(request, action, f"job {pk}", outcome)
-    return acted(request, outcome, reverse("steady_queue_dashboard:job-detail", args=[pk]))
+    audit.record(request, action, f"job {pk}", outcome, link=link, details=details)
+    return acted(request, outcome, link)
 
 
 def _act_on_jobs(request: HttpRequest, action: str, status: str) -> HttpResponse:
@@ -61,65 +98,96 @@ def _act_on_jobs(request: HttpRequest, action: str, status: str) -> HttpResponse
         raise Http404(f"{action} does not apply to {status} jobs.")
     jobs = JobList(listing, request.POST)
     fallback = back(request, reverse("steady_queue_dashboard:job-list", args=[status]))
+    if not jobs.valid:
+        # An invalid filter is ignored when listing; acting without it would act on more.
+        refused = _("Some filters are not valid, so nothing was done: correct them and retry.")
+        return acted(request, adapter.Outcome(False, refused), fallback)
     if request.POST.get("scope") != "all":
         return _act_on_selected(request, action, jobs, fallback)
-    if not request.POST.get("confirmed"):
-        return _confirm(request, action, jobs, fallback)
+    total = adapter.capped_count(jobs.matching())
+    described = _describe(jobs)
+    facts = {
+        "action": action,
+        "status": status,
+        "filters": jobs.filter_params,
+        "total": [total.value, total.capped],
+    }
+    if not confirmation.confirmed(request, **facts):
+        return _confirm(
+            request,
+            {
+                "action": action,
+                "listing": listing,
+                "total": total,
+                "filters": described,
+                "form_url": request.path,
+                "hidden": [
+                    *jobs.filter_params,
+                    ("scope", "all"),
+                    (confirmation.FIELD, confirmation.token(request, **facts)),
+                ],
+                "next": fallback,
+                "changed": confirmation.attempted(request),
+            },
+        )
     outcome = adapter.act_on_jobs(action, jobs.matching())
-    audit.record(request, f"{action} all", _describe(jobs), outcome)
+    link = reverse("steady_queue_dashboard:job-list", args=[status])
+    query = urlencode(jobs.filter_params)
+    audit.record(
+        request,
+        f"{action} all",
+        described,
+        outcome,
+        link=f"{link}?{query}" if query else link,
+        details={"status": status, "filters": jobs.filter_params, "confirmed": total.value},
+    )
     return acted(request, outcome, fallback)
 
 
 def _act_on_selected(
     request: HttpRequest, action: str, jobs: JobList, fallback: str
 ) -> HttpResponse:
-    ids = sorted({int(pk) for pk in request.POST.getlist("ids") if pk.isdigit()})
+    given = request.POST.getlist("ids")
+    ids = sorted({int(pk) for pk in given if JOB_ID.fullmatch(pk)})
+    if len(ids) < len(set(given)):
+        refused = _("Some selected ids are not job ids, so nothing was done.")
+        return acted(request, adapter.Outcome(False, refused), fallback)
     if not ids:
         return acted(request, adapter.Outcome(False, _("No job was selected.")), fallback)
     # Within the list's status and filters: a row that moved on since is left alone.
     selected = jobs.matching().filter(pk__in=ids)
     outcome = adapter.act_on_jobs(action, selected, expected=len(ids))
-    audit.record(request, action, _selection(jobs.listing.status, ids), outcome)
+    audit.record(
+        request,
+        action,
+        _selection(jobs.listing.status, ids),
+        outcome,
+        link=reverse("steady_queue_dashboard:job-list", args=[jobs.listing.status]),
+        details={"status": jobs.listing.status, "ids": ids[:100]},
+    )
     return acted(request, outcome, fallback)
 
 
-def _confirm(request: HttpRequest, action: str, jobs: JobList, next_url: str) -> HttpResponse:
-    context = {
-        "action": action,
-        "listing": jobs.listing,
-        "jobs": jobs,
-        "total": adapter.capped_count(jobs.matching()),
-        "filters": _describe(jobs),
-        "filter_params": [
-            (name, value)
-            for name in jobs.filterset.filters
-            for value in request.POST.getlist(name)
-            if value
-        ],
-        "next": next_url,
-    }
-    return render_page(
+def _confirm(request: HttpRequest, context: dict) -> HttpResponse:
+    """Ask before acting: the page (or, for htmx, the messages area) holds the question."""
+    response = render_page(
         request,
         "steady_queue_dashboard/jobs/confirm.html",
         context,
         fragment="steady_queue_dashboard/jobs/_confirm.html",
         section="jobs",
     )
+    if getattr(request, "htmx", None):
+        response = reswap(retarget(response, "#sq-messages"), "outerHTML")
+    return response
 
 
 def _describe(jobs: JobList) -> str:
     """Say which jobs a filter matched, for the confirm step and the audit log."""
-    jobs.filterset.is_valid()
-    form = jobs.filterset.form
-    terms = [
-        f"{form.fields[name].label}={value}"
-        for name, value in form.cleaned_data.items()
-        if value not in (None, "")
-    ]
     label = str(jobs.listing.label).lower()
-    if not terms:
+    if not (terms := jobs.description):
         return _("all %(status)s jobs") % {"status": label}
-    return _("%(status)s jobs where %(terms)s") % {"status": label, "terms": ", ".join(terms)}
+    return _("%(status)s jobs where %(terms)s") % {"status": label, "terms": terms}
 
 
 def _selection(status: str, ids: list[int]) -> str:

@@ -59,5 +59,5 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         fragment="steady_queue_dashboard/jobs/_detail.html",
         section="jobs",
         # Gone (discarded or cleared): a plain request says 404; htmx swaps the notice in.
-        status=404 if job is None and not request.htmx else 200,
+        status=404 if job is None and not getattr(request, "htmx", None) else 200,
     )

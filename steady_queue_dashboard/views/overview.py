@@ -1,4 +1,4 @@
-"""The overview: counts per status, activity charts, queues and process health."""
+"""The overview: what is wrong first, then counts per status, activity, queues and processes."""
 
 from __future__ import annotations
 
@@ -6,11 +6,16 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from .. import adapter, charts
+from .. import adapter, charts, error_groups, problems
 from ..access import guard
+from ..adapter import overview as reading
+from ..conf import setting
 from ..listings import LISTINGS
 from .queues import queue_rows
 from .rendering import render_page
+
+# Error groups listed on the overview; the failures page lists them all.
+TOP_ERRORS = 5
 
 
 @require_safe
@@ -19,13 +24,24 @@ def overview(request: HttpRequest) -> HttpResponse:
     span = charts.SPANS.get(request.GET.get("span", ""), charts.SPANS["hour"])
     starts = charts.bucket_starts(timezone.now(), span)
     counts = adapter.status_counts()
+    queues = adapter.queues()
+    states = reading.process_states()
+    failures = reading.failure_counts(
+        setting("FAILURE_SPIKE_WINDOW"), setting("FAILURE_SPIKE_BASELINE")
+    )
+    groups = (
+        error_groups.error_groups() if counts["failed"].value else error_groups.Groups([], False)
+    )
     context = {
+        "problems": problems.find_problems(queues, states, failures, reading.recurring_enabled),
         "tabs": [(listing, counts[listing.status]) for listing in LISTINGS.values()],
         "span": span,
         "spans": charts.SPANS.values(),
         "chart": charts.activity_chart(adapter.activity(starts, span.bucket), span, starts),
-        "queues": queue_rows(adapter.queues()),
-        "health": adapter.process_health(),
+        "queues": queue_rows([q for q in queues if q.size or q.is_paused]),
+        "health": reading.health_of(states),
+        "error_groups": groups.groups[:TOP_ERRORS],
+        "more_error_groups": len(groups.groups) > TOP_ERRORS,
     }
     return render_page(
         request,

@@ -43,6 +43,15 @@ def queue_list(request: HttpRequest) -> HttpResponse:
 @require_safe
 @guard
 def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
+    if not adapter.queue_exists(name):
+        return render_page(
+            request,
+            "steady_queue_dashboard/queues/missing.html",
+            {"name": name},
+            fragment="steady_queue_dashboard/queues/_missing.html",
+            section="queues",
+            status=404,
+        )
     params = request.GET.copy()
     params["queue"] = name
     listing = LISTINGS["pending"]

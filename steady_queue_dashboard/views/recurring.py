@@ -8,6 +8,7 @@ from django.views.decorators.http import require_safe
 
 from .. import adapter, audit
 from ..access import guard
+from ..adapter.overview import scheduler_running
 from .rendering import acted, render_page
 
 
@@ -17,7 +18,7 @@ def recurring_list(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
         "steady_queue_dashboard/recurring/list.html",
-        {"tasks": adapter.recurring_tasks()},
+        {"tasks": adapter.recurring_tasks(), "scheduler_running": scheduler_running()},
         fragment="steady_queue_dashboard/recurring/_table.html",
         section="recurring",
     )
@@ -32,7 +33,11 @@ def recurring_detail(request: HttpRequest, key: str) -> HttpResponse:
     return render_page(
         request,
         "steady_queue_dashboard/recurring/detail.html",
-        {"task": task, "runs": adapter.recurring_runs(task)},
+        {
+            "task": task,
+            "runs": adapter.recurring_runs(task),
+            "scheduler_running": scheduler_running(),
+        },
         fragment="steady_queue_dashboard/recurring/_detail.html",
         section="recurring",
     )

@@ -51,7 +51,7 @@ def acted(request: HttpRequest, outcome: Outcome, fallback: str) -> HttpResponse
     """Answer an action: a message and a change event for htmx, else a redirect back."""
     level = messages.SUCCESS if outcome.succeeded else messages.WARNING
     messages.add_message(request, level, outcome.message)
-    if request.htmx:
+    if _htmx(request):
         return trigger_client_event(render(request, MESSAGES), CHANGED_EVENT)
     return redirect(back(request, fallback))
 
@@ -59,7 +59,8 @@ def acted(request: HttpRequest, outcome: Outcome, fallback: str) -> HttpResponse
 def back(request: HttpRequest, fallback: str) -> str:
     """Return the page the action came from (the form's ``next``), if it is ours to send to."""
     target = request.POST.get("next") or request.GET.get("next") or ""
-    safe = url_has_allowed_host_and_scheme(
+    # A path of ours only: "0" or "name" would be taken for a URL name by redirect().
+    safe = target.startswith("/") and url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )
     return target if safe else fallback
@@ -67,4 +68,10 @@ def back(request: HttpRequest, fallback: str) -> str:
 
 def _wants_fragment(request: HttpRequest) -> bool:
     # A history restore after a cache miss needs the whole page back.
-    return bool(request.htmx) and not request.htmx.history_restore_request
+    htmx = _htmx(request)
+    return bool(htmx) and not htmx.history_restore_request
+
+
+def _htmx(request: HttpRequest):
+    """The request's htmx details; without HtmxMiddleware (a check error) plain pages still work."""
+    return getattr(request, "htmx", None)

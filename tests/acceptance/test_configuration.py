@@ -36,7 +36,14 @@ def test_readme_configuration_example_is_valid():
             Configuration.Dispatcher(polling_interval=timedelta(seconds=1), batch_size=500),
         ],
     )
-    with override_settings(STEADY_QUEUE=options):
+    # The queues its workers poll (steady_queue.W201 names task queues no worker polls).
+    tasks = {
+        "default": {
+            "BACKEND": "steady_queue.backend.SteadyQueueBackend",
+            "QUEUES": ["real_time", "default", "low"],
+        }
+    }
+    with override_settings(STEADY_QUEUE=options, TASKS=tasks):
         output = check_output()
     assert "steady_queue" not in output
 

@@ -53,7 +53,7 @@ def test_staff_without_the_permission_see_pages_without_action_buttons(viewer_cl
 def test_staff_with_the_permission_see_action_buttons(operator_client, jobs):
     html = operator_client.get(reverse("steady_queue_dashboard:job-list", args=["failed"]))
     html = html.content.decode()
-    assert "Retry selected" in html and f"/jobs/{jobs.failed.pk}/retry/" in html
+    assert "Retry selected" in html and f"/jobs/actions/job/retry/{jobs.failed.pk}/" in html
 
 
 @pytest.mark.parametrize(

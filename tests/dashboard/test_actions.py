@@ -13,6 +13,8 @@ from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
 from tests.dashboard import tasks
 
+from .trust_helpers import confirm_form
+
 pytestmark = pytest.mark.django_db
 
 
@@ -23,6 +25,12 @@ def url(name: str, *args) -> str:
 def state(job: Job) -> str:
     fresh = Job.objects.with_execution().filter(pk=job.pk).first()
     return fresh.state if fresh else "gone"
+
+
+def confirmed_post(client, action_url: str, filters: dict):
+    """Ask for "all matching", then confirm on the confirmation page, as an operator does."""
+    asked = client.post(action_url, {"scope": "all", **filters}).content.decode()
+    return client.post(action_url, confirm_form(asked))
 
 
 def messages_of(response) -> list[str]:
@@ -54,8 +62,10 @@ def test_an_htmx_action_answers_with_the_message_and_a_change_event(htmx, jobs):
     assert 'id="sq-messages"' in html and "will run again" in html and "<html" not in html
 
 
-def test_discard_deletes_a_pending_job(admin_client, jobs):
-    admin_client.post(url("job-discard", jobs.pending.pk))
+def test_discard_deletes_a_pending_job_once_confirmed(admin_client, jobs):
+    asked = admin_client.post(url("job-discard", jobs.pending.pk)).content.decode()
+    assert state(jobs.pending) == "ready" and "Discard job #" in asked
+    admin_client.post(url("job-discard", jobs.pending.pk), confirm_form(asked))
     assert state(jobs.pending) == "gone"
 
 
@@ -79,7 +89,10 @@ def test_an_action_on_a_job_in_another_state_says_so(htmx, jobs):
 
 
 def test_discarding_a_running_job_is_refused(admin_client, jobs):
-    response = admin_client.post(url("job-discard", jobs.running.pk), follow=True)
+    asked = admin_client.post(url("job-discard", jobs.running.pk)).content.decode()
+    response = admin_client.post(
+        url("job-discard", jobs.running.pk), confirm_form(asked), follow=True
+    )
     assert "running job cannot be discarded" in response.content.decode()
     assert state(jobs.running) == "claimed"
 
@@ -135,8 +148,7 @@ def test_confirmed_all_matching_acts_only_on_the_filtered_jobs(admin_client, db)
         tasks.fail.enqueue(str(n))
     tasks.fail.using(queue_name="low").enqueue("kept")
     run_ready_jobs()
-    data = {"scope": "all", "confirmed": "1", "queue": "default"}
-    response = admin_client.post(url("jobs-discard", "failed"), data)
+    response = confirmed_post(admin_client, url("jobs-discard", "failed"), {"queue": "default"})
     assert messages_of(response) == ["3 jobs were discarded."]
     assert list(Job.objects.values_list("queue_name", flat=True)) == ["low"]
     entry = AuditEntry.objects.get()
@@ -148,14 +160,12 @@ def test_confirmed_all_matching_with_an_argument_search_acts_on_matches_only(adm
     tasks.fail.enqueue("match")
     tasks.fail.enqueue("other")
     run_ready_jobs()
-    data = {"scope": "all", "confirmed": "1", "args": "match"}
-    admin_client.post(url("jobs-retry", "failed"), data)
+    confirmed_post(admin_client, url("jobs-retry", "failed"), {"args": "match"})
     assert Job.objects.filter(ready_execution__isnull=False).get().arguments["args"] == ["match"]
 
 
 def test_dispatch_all_matching_scheduled_jobs(admin_client, jobs):
-    data = {"scope": "all", "confirmed": "1"}
-    response = admin_client.post(url("jobs-dispatch", "scheduled"), data)
+    response = confirmed_post(admin_client, url("jobs-dispatch", "scheduled"), {})
     assert messages_of(response) == ["1 job is ready to run now."]
     assert state(jobs.scheduled) == "ready"
 

@@ -107,4 +107,4 @@ def test_running_job_detail_shows_its_process_and_progress(admin_client, jobs):
 
 def test_times_are_relative_with_the_exact_time_on_hover(admin_client, jobs):
     html = get(admin_client, "job-list", "failed")
-    assert re.search(r'<time datetime="20[^"]+" title="20\d\d-\d\d-\d\d [^"]+">[^<]+</time>', html)
+    assert re.search(r'<time datetime="20[^"]+" title="20\d\d-\d\d-\d\d [^"]+">[^<]+', html)

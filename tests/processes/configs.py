@@ -24,3 +24,11 @@ SCALE = Configuration.Options(
     dispatchers=[],
     workers=[Configuration.Worker(queues=["*"], threads=4, processes=2, polling_interval=0.05)],
 )
+# Two workers with a queue each: what one leaves ready waits for it (or its replacement).
+TWO_QUEUES = Configuration.Options(
+    dispatchers=[],
+    workers=[
+        Configuration.Worker(queues=["low"], threads=2, polling_interval=0.05),
+        Configuration.Worker(queues=["other"], threads=2, polling_interval=0.05),
+    ],
+)

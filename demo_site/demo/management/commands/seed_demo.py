@@ -9,7 +9,8 @@ from steady_queue.models import Job
 class Command(BaseCommand):
     help = (
         "Fill the queue with demo jobs: finished, failed (with tracebacks), ready in several "
-        "queues and priorities, scheduled for later, and blocked behind a concurrency limit. "
+        "queues and priorities, waiting in a paused queue, scheduled for later, long-running "
+        "with progress, and blocked behind a concurrency limit. "
         "Does nothing if jobs already exist, unless --reset is given."
     )
 
@@ -30,5 +31,7 @@ class Command(BaseCommand):
             counts = seeding.seed()
         finally:
             logging.disable(logging.NOTSET)
-        summary = ", ".join(f"{count} {state}" for state, count in counts.items())
+        # Jobs start running, and the scheduler stores its recurring tasks, once the
+        # supervisor starts: leave out what is still zero rather than print "0 in progress".
+        summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
         self.stdout.write(self.style.SUCCESS(f"Seeded demo jobs: {summary}."))

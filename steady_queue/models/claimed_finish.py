@@ -1,0 +1,269 @@
+"""How a claimed job ends: every outcome goes through ``ClaimedExecution.record``.
+
+One transaction takes the claim (deletes its row: whoever deletes it first records
+the outcome, a late or concurrent recorder finds no row and changes nothing), stores
+the outcome and hands the job's concurrency slot on to the next blocked job. A crash
+at any instant therefore leaves either the claim (the crash path then fails the job
+and hands the slot on) or the outcome with its hand-off, never one without the other.
+
+Transient database errors are retried while the claim may still be ours. Anything
+else that stops the outcome from being stored (text the database refuses, a value
+too long) fails the job with UnstorableOutcome instead, and if even that is refused
+a fixed failure ends it: a claimed job never stays claimed because of its outcome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.utils import timezone
+
+import steady_queue
+
+from .. import db, postgres
+from ..exceptions import UnstorableOutcome
+from .attempt import Attempt, error_details, refused_text, storable
+
+if TYPE_CHECKING:
+    from .execution import ClaimedExecution
+    from .job import Job
+
+logger = logging.getLogger("steady_queue.claims")
+
+TRANSIENT = (OperationalError, InterfaceError)
+NOT_STORED = "outcome could not be stored"
+
+
+class OutcomeNotRecorded(DatabaseError):
+    """The database stayed unreachable past the alive threshold: the claim is left as is."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What a claimed job ended with; ``store`` runs with the claim taken, in its transaction."""
+
+    #: Whether the job gives its concurrency slot back (a released job keeps it).
+    hands_off_slot: ClassVar[bool] = True
+    #: Whether it counts as an attempt, appended to ``Job.attempts``.
+    is_attempt: ClassVar[bool] = True
+
+    def check(self) -> None:
+        """Raise before anything is written if the database would refuse this outcome."""
+
+    def one_statement(self, claimed: ClaimedExecution) -> bool:
+        return False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt | None) -> None:
+        """Write the outcome; ``attempt`` is None unless ``is_attempt``."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class Success(Outcome):
+    return_value: Any
+
+    def check(self) -> None:
+        if refused := refused_text(self.return_value):
+            raise ValueError(f"the return value contains {refused}")
+
+    def one_statement(self, claimed: ClaimedExecution) -> bool:
+        # PostgreSQL's one-statement finish, for jobs with no slot to hand on.
+        job = claimed.job
+        return steady_queue.preserve_finished_jobs and not job.concurrency_key and postgres.in_use()
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from .job import Job
+
+        job, jobs = claimed.job, Job.objects.using(db.alias())
+        if steady_queue.preserve_finished_jobs:
+            jobs.filter(pk=job.pk).update(
+                attempts=[*job.attempts, attempt.to_dict()],
+                finished_at=attempt.finished_at,
+                return_value=self.return_value,
+                updated_at=attempt.finished_at,
+            )
+        else:
+            jobs.filter(pk=job.pk).delete()
+
+    def stored(self, job: Job, attempt: Attempt) -> None:
+        job.attempts = [*job.attempts, attempt.to_dict()]
+        job.finished_at, job.return_value = attempt.finished_at, self.return_value
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure(Outcome):
+    """A failed attempt; the task's retry policy decides what follows, unless ``final``."""
+
+    exc: BaseException
+    final: bool = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        job = claimed.job
+        job.attempts = [*job.attempts, attempt.to_dict()]
+        job.save(update_fields=["attempts", "updated_at"])
+        if self.final:
+            job.fail(attempt.error)
+        else:
+            job.fail_or_retry(self.exc, attempt.error)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reschedule(Outcome):
+    """Not an attempt: the task asked to run again at ``run_at``."""
+
+    run_at: datetime
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        claimed.job.reschedule(self.run_at)
+        logger.info("Rescheduled job %s for %s", claimed.job_id, self.run_at.isoformat())
+
+
+@dataclasses.dataclass(frozen=True)
+class Release(Outcome):
+    """Back to ready, to run again; the job keeps its slot (taken when it became ready)."""
+
+    hands_off_slot: ClassVar[bool] = False
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from .execution import ReadyExecution
+
+        ReadyExecution.create_all_from_jobs([claimed.job])
+
+
+@dataclasses.dataclass(frozen=True)
+class LastResort(Outcome):
+    """A fixed failure with nothing from the run in it, when even UnstorableOutcome failed."""
+
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        kind = UnstorableOutcome
+        claimed.job.fail(
+            {
+                "exception_class": f"{kind.__module__}.{kind.__qualname__}",
+                "message": NOT_STORED,
+                "traceback": "",
+            }
+        )
+
+
+class ClaimedFinish:
+    """The one way a claimed job ends: ``record(outcome)``."""
+
+    def record(self, outcome: Outcome, *, worker_id: str | None = None) -> bool:
+        """Record ``outcome`` if the claim is still ours; False if it was lost (nothing changed).
+
+        Raises OutcomeNotRecorded only when the database stays unreachable.
+        """
+        try:
+            return self._retrying(lambda: self._store(outcome, worker_id))
+        except OutcomeNotRecorded:
+            raise
+        except Exception as refused:
+            logger.error("Could not store the outcome of job %s: %r", self.job_id, refused)
+            kind = type(refused)
+            why = storable(f"{NOT_STORED}: {kind.__module__}.{kind.__qualname__}: {refused}")
+            if kind.__module__ == "builtins":
+                why = storable(f"{NOT_STORED}: {kind.__qualname__}: {refused}")
+            unstorable = UnstorableOutcome(why)
+            if isinstance(outcome, Failure):  # its traceback, escaped, tells what failed
+                unstorable.__cause__ = outcome.exc
+            failure = Failure(unstorable, final=True)
+        try:
+            return self._retrying(lambda: self._store(failure, worker_id))
+        except OutcomeNotRecorded:
+            raise
+        except Exception:
+            logger.exception("Could not store even the failure of job %s", self.job_id)
+        return self._retrying(lambda: self._store(LastResort(), worker_id))
+
+    def _store(self: ClaimedExecution, outcome: Outcome, worker_id: str | None) -> bool:
+        outcome.check()
+        job, attempt = self.job, self._attempt(outcome, worker_id)
+        if outcome.one_statement(self):
+            row = attempt.to_dict()
+            recorded = postgres.finish(self, row, outcome.return_value, attempt.finished_at)
+        else:
+            recorded = self._in_transaction(outcome, attempt)
+        if recorded:
+            if isinstance(outcome, Success):
+                outcome.stored(job, attempt)
+            job._state.fields_cache["claimed_execution"] = None
+        return recorded
+
+    def _in_transaction(self: ClaimedExecution, outcome: Outcome, attempt: Attempt | None) -> bool:
+        job = self.job
+        saved = job.attempts, job.scheduled_at, dict(job._state.fields_cache)
+        try:
+            with db.atomic():
+                if not self._take():
+                    return False
+                outcome.store(self, attempt)
+                if outcome.hands_off_slot:
+                    job.unblock_next_blocked_job()
+        except BaseException:
+            # Rolled back: undo what store() changed in memory before anyone tries again.
+            job.attempts, job.scheduled_at = saved[0], saved[1]
+            job._state.fields_cache = saved[2]
+            raise
+        return True
+
+    def _take(self: ClaimedExecution) -> bool:
+        """Delete the claim if it is still ours; the deleted row stays locked until commit.
+
+        A pruned or released job has lost its claim: finishing it late changes nothing.
+        A queryset delete leaves this instance (and its job_id) intact for a retry.
+        """
+        mine = type(self).objects.using(db.alias())
+        return mine.filter(job_id=self.job_id, process_id=self.process_id).delete()[0] > 0
+
+    def _attempt(self: ClaimedExecution, outcome: Outcome, worker_id: str | None) -> Attempt | None:
+        if not outcome.is_attempt:
+            return None
+        error = None
+        if isinstance(outcome, Failure):
+            error = error_details(outcome.exc)
+        return Attempt(
+            worker_id=worker_id or self.worker_id,
+            started_at=self.created_at,
+            finished_at=timezone.now(),
+            error=error,
+        )
+
+    @property
+    def worker_id(self: ClaimedExecution) -> str:
+        """The name of the process running this claim (``in-process`` for none)."""
+        if self.process_id is None:
+            return "in-process"
+        process = self._state.fields_cache.get("process")
+        if process is None:
+            from .process import Process
+
+            process = Process.objects.using(db.alias()).filter(pk=self.process_id).first()
+        return process.name if process else f"process-{self.process_id}"
+
+    def _retrying(self: ClaimedExecution, store: Callable[[], bool]) -> bool:
+        # Retry while the claim may still be ours: past the alive threshold a process that
+        # cannot reach the database has been pruned and its claim failed by a supervisor.
+        deadline = time.monotonic() + steady_queue.process_alive_threshold.total_seconds()
+        retries = 0
+        while True:
+            try:
+                return store()
+            except TRANSIENT as exc:
+                message = f"Could not record the outcome of job {self.job_id}"
+                # Inside a caller's transaction, only the caller can try again.
+                if db.connection().in_atomic_block or time.monotonic() >= deadline:
+                    raise OutcomeNotRecorded(message) from exc
+                logger.warning("Recording job %s failed (%s); retrying", self.job_id, exc)
+                db.connection().close()
+                time.sleep(min(0.1 * 2**retries, 5))
+                retries += 1

@@ -1,0 +1,202 @@
+"""What is wrong right now, worst first: the overview leads with this list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from steady_queue.checks_queues import polls
+
+from . import adapter
+from .adapter.overview import ProcessState
+from .conf import setting
+from .templatetags.steady_queue_dashboard import duration
+
+DANGER, WARNING = "danger", "warning"
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str
+    title: str
+    detail: str = ""
+    url: str = ""
+    link: str = ""
+
+
+def find_problems(
+    queues: list[adapter.Queue],
+    states: list[ProcessState],
+    failures: tuple[int, int],
+    recurring_enabled: Callable[[], bool],
+) -> list[Problem]:
+    """Rank what needs the operator: nothing runs jobs, nothing schedules, slow, failing."""
+    live = [state for state in states if state.alive]
+    unserved, supervision = _no_worker(queues, live), _supervision(states, live, recurring_enabled)
+    # Nothing runs at all: say that first, it is the cause of everything else.
+    found = supervision + unserved if not live else unserved + supervision
+    # A queue no worker serves is behind for that reason: said once, above.
+    workers = [state for state in live if state.kind == "Worker"]
+    served = [q for q in queues if any(polls(w.queues, q.name) for w in workers)]
+    found += _slow(served) + _failure_spike(*failures) + _stale(states)
+    return sorted(found, key=lambda problem: problem.severity != DANGER)
+
+
+def _no_worker(queues: list[adapter.Queue], live: list[ProcessState]) -> list[Problem]:
+    workers = [state for state in live if state.kind == "Worker"]
+    unheard = [q for q in queues if not any(polls(w.queues, q.name) for w in workers)]
+    waiting = [q for q in unheard if q.size and not q.is_paused]
+    found = []
+    processes = reverse("steady_queue_dashboard:process-list")
+    if waiting and not workers:
+        total = sum(queue.size for queue in waiting)
+        found.append(
+            Problem(
+                DANGER,
+                ngettext(
+                    "No live worker: %(count)s job is waiting in %(queues)s.",
+                    "No live worker: %(count)s jobs are waiting in %(queues)s.",
+                    total,
+                )
+                % {
+                    "count": total,
+                    "queues": ", ".join(f"{q.name} ({q.size})" for q in waiting),
+                },
+                _("Start manage.py steady_queue: no job runs until a worker does."),
+                reverse("steady_queue_dashboard:job-list", args=["pending"]),
+                _("Pending jobs"),
+            )
+        )
+        waiting = []
+    for queue in waiting:
+        found.append(
+            Problem(
+                DANGER,
+                ngettext(
+                    "No live worker takes jobs from queue %(queue)s: %(count)s job is waiting.",
+                    "No live worker takes jobs from queue %(queue)s: %(count)s jobs are waiting.",
+                    queue.size,
+                )
+                % {"queue": queue.name, "count": queue.size},
+                _("Running workers listen to: %(queues)s.")
+                % {"queues": ", ".join(sorted({q for w in workers for q in w.queues}))},
+                reverse("steady_queue_dashboard:queue-detail", args=[queue.name]),
+                _("Pending jobs"),
+            )
+        )
+    idle = [q.name for q in unheard if not (q.size and not q.is_paused)]
+    if idle and workers:
+        found.append(
+            Problem(
+                WARNING,
+                _("No worker listens to %(queues)s.") % {"queues": ", ".join(idle)},
+                _("Jobs enqueued there will wait until a worker polls these queues."),
+                processes,
+                _("Processes"),
+            )
+        )
+    return found
+
+
+def _supervision(
+    states: list[ProcessState], live: list[ProcessState], recurring: Callable[[], bool]
+) -> list[Problem]:
+    processes = reverse("steady_queue_dashboard:process-list")
+    if not live:
+        title = (
+            _("No Steady Queue process is alive: their heartbeats stopped.")
+            if states
+            else _("No Steady Queue process is running.")
+        )
+        hint = _("Start it with manage.py steady_queue. Jobs wait until it runs.")
+        return [Problem(DANGER, title, hint, processes, _("Processes"))]
+    kinds = {state.kind for state in live}
+    found = []
+    if "Supervisor" not in kinds:
+        found.append(
+            Problem(
+                DANGER,
+                _("No live supervisor: crashed workers are not replaced."),
+                _("Its heartbeat stopped or it never started."),
+                processes,
+                _("Processes"),
+            )
+        )
+    # Asked only when no scheduler runs: it costs a query.
+    if "Scheduler" not in kinds and recurring():
+        found.append(
+            Problem(
+                WARNING,
+                _("No scheduler is running: recurring tasks do not run."),
+                _("Start manage.py steady_queue without --skip-recurring."),
+                reverse("steady_queue_dashboard:recurring-list"),
+                _("Recurring tasks"),
+            )
+        )
+    return found
+
+
+def _slow(queues: list[adapter.Queue]) -> list[Problem]:
+    threshold = setting("LATENCY_THRESHOLD")
+    return [
+        Problem(
+            WARNING,
+            _("Queue %(queue)s is behind: its oldest job has waited %(wait)s.")
+            % {"queue": queue.name, "wait": duration(queue.latency)},
+            _("Above the latency threshold of %(limit)s.") % {"limit": duration(threshold)},
+            reverse("steady_queue_dashboard:queue-detail", args=[queue.name]),
+            _("Pending jobs"),
+        )
+        for queue in queues
+        if queue.latency and queue.latency > threshold and not queue.is_paused
+    ]
+
+
+def _failure_spike(recent: int, before: int) -> list[Problem]:
+    window, baseline = setting("FAILURE_SPIKE_WINDOW"), setting("FAILURE_SPIKE_BASELINE")
+    usual = before * (window / baseline)
+    if (
+        recent < setting("FAILURE_SPIKE_MINIMUM")
+        or recent < setting("FAILURE_SPIKE_FACTOR") * usual
+    ):
+        return []
+    minutes = round(window.total_seconds() / 60)
+    return [
+        Problem(
+            DANGER,
+            ngettext(
+                "Failure spike: %(count)s job failed in the last %(minutes)s minutes.",
+                "Failure spike: %(count)s jobs failed in the last %(minutes)s minutes.",
+                recent,
+            )
+            % {"count": recent, "minutes": minutes},
+            _("Usually about %(usual)s in that time.")
+            % {"usual": f"{usual:.1f}" if 0 < usual < 1 else round(usual)},
+            reverse("steady_queue_dashboard:error-groups"),
+            _("Failures by error"),
+        )
+    ]
+
+
+def _stale(states: list[ProcessState]) -> list[Problem]:
+    stale = [state for state in states if not state.alive]
+    if not stale or len(stale) == len(states):
+        return []
+    return [
+        Problem(
+            WARNING,
+            ngettext(
+                "%(count)s process stopped sending heartbeats.",
+                "%(count)s processes stopped sending heartbeats.",
+                len(stale),
+            )
+            % {"count": len(stale)},
+            ", ".join(f"{state.kind} {state.name}" for state in stale[:5]),
+            reverse("steady_queue_dashboard:process-list"),
+            _("Processes"),
+        )
+    ]

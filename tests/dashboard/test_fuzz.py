@@ -1,0 +1,169 @@
+"""Fuzz every dashboard URL and form: never a 500, never a change nobody confirmed.
+
+Hypothesis drives generated requests (cursors, filters, ids, keys, unicode, huge numbers,
+NUL bytes) as staff without the permission, who may change nothing, and as staff with
+it, posting to the actions that must be confirmed first, which no generated request
+can confirm. The example budget is fixed and derandomized so that CI runs are repeatable
+and quick; the test reports how many requests it made.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from urllib.parse import quote, urlencode
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from steady_queue.models import Job, Pause, RecurringTask, Semaphore
+from steady_queue_dashboard.listings import LISTINGS
+from tests.dashboard.conftest import make_jobs
+
+pytestmark = pytest.mark.django_db
+
+# Fixed for CI; SQ_FUZZ_EXAMPLES runs a longer, randomized hunt locally.
+EXAMPLES = int(os.environ.get("SQ_FUZZ_EXAMPLES", 120))
+STATUSES = list(LISTINGS)
+FIELDS = [
+    "task", "queue", "priority", "period", "after", "before", "error", "key", "args",
+    "page_after", "page_before", "ids", "scope", "confirm", "confirmed", "next", "span",
+]  # fmt: skip
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+cursors = json_values.map(
+    lambda value: base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+)
+numbers = st.integers(min_value=-(10**40), max_value=10**40).map(str)
+texts = st.text(max_size=30)
+special = st.sampled_from(
+    ["NaN", "1e999", "-Infinity", "isnull=1", "²", "\x00", "9" * 40, "2026-13-45T99:99",
+     "2026-11-23T10:00", "all", "1", "true", "x=", "=", "%00", "../../", "<script>"]
+)  # fmt: skip
+values = st.one_of(texts, numbers, cursors, special)
+params = st.lists(st.tuples(st.sampled_from(FIELDS) | texts, values), max_size=6)
+keys = st.one_of(
+    texts.filter(bool),
+    st.sampled_from(["default", "low", "mail/pause", "nightly/run", "a\x00b", "x/../y"]),
+)
+job_ids = st.one_of(st.integers(min_value=0, max_value=10**40), st.integers(1, 12))
+
+
+def page_paths(status: str, key: str, pk: int) -> list[str]:
+    k = quote(key, safe="/")
+    return [
+        "/jobs/",
+        "/jobs/queues/",
+        f"/jobs/queues/{k}/",
+        f"/jobs/{status}/",
+        f"/jobs/{pk}/",
+        "/jobs/processes/",
+        "/jobs/recurring/",
+        f"/jobs/recurring/{k}/",
+        "/jobs/concurrency/",
+        "/jobs/audit/",
+        "/jobs/errors/",
+    ]
+
+
+def action_paths(status: str, key: str, pk: int) -> list[str]:
+    k = quote(key, safe="/")
+    return [
+        *(f"/jobs/actions/jobs/{status}/{verb}/" for verb in ("retry", "discard", "dispatch")),
+        *(f"/jobs/actions/job/{verb}/{pk}/" for verb in ("retry", "discard", "dispatch")),
+        f"/jobs/actions/job/release/{pk}/",
+        f"/jobs/actions/queue/pause/{k}/",
+        f"/jobs/actions/queue/resume/{k}/",
+        *(f"/jobs/actions/recurring/{verb}/{k}/" for verb in ("run", "enable", "disable")),
+        f"/jobs/actions/concurrency/release/{k}/",
+        *(f"/jobs/errors/{quote(key, safe='')}/{verb}/" for verb in ("retry", "discard")),
+    ]
+
+
+def confirmed_actions(status: str, pk: int, key: str) -> list[str]:
+    """Actions the operator must confirm: discarding a job, anything on "all matching", and
+    a group of failures."""
+    return [
+        f"/jobs/actions/job/discard/{pk}/",
+        *(f"/jobs/errors/{quote(key, safe='')}/{verb}/" for verb in ("retry", "discard")),
+        *(f"/jobs/actions/jobs/{status}/{verb}/" for verb in ("retry", "discard", "dispatch")),
+    ]
+
+
+def snapshot() -> tuple:
+    return (
+        sorted((job.pk, job.state) for job in Job.objects.with_execution()),
+        sorted(Pause.objects.values_list("queue_name", flat=True)),
+        sorted(RecurringTask.objects.values_list("key", "enabled")),
+        sorted(Semaphore.objects.values_list("key", "value")),
+    )
+
+
+@pytest.fixture
+def world(db):
+    jobs = make_jobs()
+    Pause.objects.create(queue_name="mail/pause")
+    RecurringTask.objects.create(
+        key="nightly/run", schedule="0 3 * * *", task_path="tests.dashboard.tasks.record"
+    )
+    return jobs
+
+
+def test_fuzz_every_url_and_form(viewer_client, operator_client, world, record_property):
+    for client in (viewer_client, operator_client):
+        client.raise_request_exception = False
+        client.defaults["HTTP_HOST"] = "testserver"
+    before = snapshot()
+    sent = {"requests": 0}
+    real_ids = [world.failed.pk, world.pending.pk, world.scheduled.pk, world.blocked.pk]
+
+    def send(client, method: str, path: str, data: list[tuple[str, str]], htmx: bool):
+        extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+        if method == "get":
+            response = client.get(f"{path}?{urlencode(data)}", **extra)
+        else:
+            body = urlencode(data)
+            response = client.post(path, body, "application/x-www-form-urlencoded", **extra)
+        sent["requests"] += 1
+        assert response.status_code < 500, (method, path, data, response.status_code)
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize="SQ_FUZZ_EXAMPLES" not in os.environ,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        status=st.sampled_from(STATUSES),
+        key=keys,
+        pk=job_ids | st.sampled_from(real_ids),
+        data=params,
+        htmx=st.booleans(),
+        choice=st.integers(min_value=0, max_value=10**6),
+    )
+    def run(status, key, pk, data, htmx, choice):
+        pages = page_paths(status, key, pk)
+        send(viewer_client, "get", pages[choice % len(pages)], data, htmx)
+        actions = action_paths(status, key, pk)
+        send(viewer_client, "post", actions[choice % len(actions)], data, htmx)
+        confirmed = confirmed_actions(status, pk, key)
+        # "Selected" rows act without a confirmation by design (the operator ticked them).
+        scoped = [(name, value) for name, value in data if name != "scope"] + [("scope", "all")]
+        send(operator_client, "post", confirmed[choice % len(confirmed)], scoped, htmx)
+        assert snapshot() == before
+
+    run()
+    record_property("dashboard_fuzz_requests", sent["requests"])
+    print(f"\ndashboard fuzz: {sent['requests']} requests, {EXAMPLES} examples, 0 answered 500")
+    assert sent["requests"] >= EXAMPLES * 3

@@ -1,0 +1,94 @@
+"""Tasks run by the real workers of the fault suite.
+
+Each run writes ``start`` and ``end`` rows to the *record*: an SQLite file of the test's
+own (``$SQ_FAULTS_RECORD``), opened by the task through its own connection and committed
+at once. It is independent of the queue's database, which the suite disturbs, and of
+what the engine says about its jobs: the checks compare the two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+from datetime import timedelta
+
+from steady_queue.compat import task
+from steady_queue.concurrency import limits_concurrency
+from steady_queue.retries import retry_policy
+
+# Built inside the task: as arguments, PostgreSQL would refuse them at enqueue already.
+UNSTORABLE = {"nul": "nul \x00 byte", "surrogate": "file-\udcff.txt"}  # os.fsdecode(b"\xff")
+
+
+def record(label: str, event: str, key: str = "") -> None:
+    connection = sqlite3.connect(os.environ["SQ_FAULTS_RECORD"], timeout=60)
+    try:
+        with connection:
+            connection.execute(
+                "INSERT INTO runs (label, event, pid, thread, at, key) VALUES (?, ?, ?, ?, ?, ?)",
+                (label, event, os.getpid(), threading.get_ident(), time.time(), key),
+            )
+    finally:
+        connection.close()
+
+
+def _run(label: str, seconds: float, key: str = "") -> str:
+    record(label, "start", key)
+    time.sleep(seconds)
+    record(label, "end", key)
+    return label
+
+
+@task()
+def at_most_once(label: str, seconds: float) -> str:
+    """The default retry policy: a job whose worker died is failed, never re-run."""
+    return _run(label, seconds)
+
+
+@retry_policy(attempts=10, base_delay=timedelta(0), jitter=0, at_least_once=True)
+@task()
+def at_least_once(label: str, seconds: float) -> str:
+    return _run(label, seconds)
+
+
+@limits_concurrency(key=lambda label, key, seconds: key, to=2)
+@task()
+def limited(label: str, key: str, seconds: float) -> str:
+    return _run(label, seconds, key)
+
+
+@task()
+def returns_unstorable(label: str, kind: str) -> str:
+    _run(label, 0)
+    return UNSTORABLE[kind]
+
+
+@task()
+def raises_unstorable(label: str, kind: str) -> None:
+    _run(label, 0)
+    raise ValueError(UNSTORABLE[kind])
+
+
+@task()
+async def cancelled(label: str) -> None:
+    _run(label, 0)
+    raise asyncio.CancelledError("cancelled inside the task")
+
+
+class Abort(BaseException):
+    """Neither an Exception nor SystemExit."""
+
+
+@task()
+def raises_base_exception(label: str) -> None:
+    _run(label, 0)
+    raise Abort("a BaseException from the task")
+
+
+@task()
+def behind_a_raising_receiver(label: str) -> str:
+    """Its ``task_started`` receiver (tests/faults/settings.py) raises before it runs."""
+    return _run(label, 0)
