@@ -105,11 +105,15 @@ def meter_widths(values: dict[str, float], width: int = 160) -> dict[str, float]
 
 
 def bucket_starts(now: datetime, span: Span) -> list[datetime]:
+    naive = timezone.is_naive(now)  # USE_TZ = False: the database holds local wall times
+    if naive:
+        now = timezone.make_aware(now)
     step = int(span.bucket.total_seconds())
     epoch = int(now.timestamp()) // step * step
-    last = datetime.fromtimestamp(epoch, tz=now.tzinfo or timezone.get_current_timezone())
+    last = datetime.fromtimestamp(epoch, tz=now.tzinfo)
     count = int(span.length / span.bucket)
-    return [last - span.bucket * offset for offset in range(count - 1, -1, -1)]
+    starts = [last - span.bucket * offset for offset in range(count - 1, -1, -1)]
+    return [timezone.make_naive(start) for start in starts] if naive else starts
 
 
 def _rates(counts: dict[datetime, int], starts: list[datetime], span: Span) -> list[float]:
@@ -145,14 +149,18 @@ def _rate(value: float) -> str:
 
 def _bar_title(kind: str, start: datetime, rate: float) -> str:
     label = _("finished") if kind == "finished" else _("failed")
-    when = formats.time_format(timezone.localtime(start), "H:i")
+    when = formats.time_format(_local(start), "H:i")
     return f"{when} — {_rate(rate)} {label} / min"
 
 
 def _time_ticks(starts: list[datetime], slot: float) -> list[Tick]:
     every = max(len(starts) // 6, 1)
     return [
-        Tick(LEFT + index * slot, formats.time_format(timezone.localtime(start), "H:i"))
+        Tick(LEFT + index * slot, formats.time_format(_local(start), "H:i"))
         for index, start in enumerate(starts)
         if index % every == 0
     ]
+
+
+def _local(when: datetime) -> datetime:
+    return timezone.localtime(when) if timezone.is_aware(when) else when

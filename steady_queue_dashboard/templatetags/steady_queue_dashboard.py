@@ -103,7 +103,10 @@ def sq_time(value: datetime | str | None, exact: bool = False) -> SafeString | s
 @register.filter
 def exact_time(when: datetime | None) -> str:
     """The exact local time, where "in 5 min" would mislead (a time that no longer comes)."""
-    return timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S %Z") if when else "—"
+    if not when:
+        return "—"
+    local = timezone.localtime(when) if timezone.is_aware(when) else when  # USE_TZ = False
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z").rstrip()
 
 
 def relative(when: datetime, now: datetime | None = None) -> str:

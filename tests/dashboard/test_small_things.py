@@ -94,3 +94,24 @@ def test_pages_have_a_favicon(admin_client):
     assert href.endswith("steady_queue_dashboard/favicon.svg")
     path = finders.find("steady_queue_dashboard/favicon.svg")
     assert path and Path(path).read_text().startswith("<svg")
+
+
+def test_pages_answer_without_use_tz(admin_client, settings):
+    # USE_TZ = False is supported by the engine: its naive times must render everywhere,
+    # a job run early included (its "Was due" time is shown exactly).
+    settings.USE_TZ, settings.TIME_ZONE = False, "Europe/Paris"
+    result = tasks.record.using(run_after=timedelta(minutes=5)).enqueue(1)
+    Job.objects.get(pk=result.id).dispatch_now()
+    tasks.record.using(run_after=timedelta(hours=1)).enqueue(2)
+    pages = ["overview", "queue-list", "process-list", "recurring-list", "concurrency"]
+    pages += ["audit-log", "error-groups"]
+    statuses = ["pending", "scheduled", "in-progress", "blocked", "failed", "finished"]
+    for page in (
+        [url(name) for name in pages]
+        + [url("job-list", s) for s in statuses]
+        + [url("job-detail", result.id)]
+    ):
+        response = admin_client.get(page)
+        assert response.status_code == 200, page
+    html = admin_client.get(url("job-detail", result.id)).content.decode()
+    assert "Was due" in html and "run early" in html

@@ -32,6 +32,7 @@ from steady_queue.models import (
     ScheduledExecution,
     Semaphore,
 )
+from steady_queue.models.attempt import Attempt
 
 TASKS = [
     "billing.tasks.charge_card",
@@ -244,12 +245,7 @@ def _batches(total: int, size: int) -> Iterator[int]:
 
 
 def _attempt(started: datetime, finished: datetime, error: dict | None = None) -> dict:
-    return {
-        "worker_id": "worker-0",
-        "started_at": started.isoformat(),
-        "finished_at": finished.isoformat(),
-        "error": error,
-    }
+    return Attempt("worker-0", started, finished, error).to_dict()
 
 
 def _minutes(n: int) -> timedelta:
