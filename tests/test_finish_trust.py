@@ -29,7 +29,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _quiet_task_log(caplog):
     # Django logs a failed task's exception as is; pytest-xdist cannot carry a captured
     # log holding a lone surrogate back to the controller (it crashes the worker).
-    caplog.set_level(logging.CRITICAL + 1, logger="django.tasks")
+    # The logger is django.tasks on Django 6, django_tasks in the backport (Django 5.2).
+    for name in ("django.tasks", "django_tasks"):
+        caplog.set_level(logging.CRITICAL + 1, logger=name)
 
 
 def ended(result_id: str) -> Job:
