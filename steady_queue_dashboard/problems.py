@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -174,12 +175,19 @@ def _failure_spike(recent: int, before: int) -> list[Problem]:
                 recent,
             )
             % {"count": recent, "minutes": minutes},
-            _("Usually about %(usual)s in that time.")
-            % {"usual": f"{usual:.1f}" if 0 < usual < 1 else round(usual)},
+            _usual_rate(usual, baseline),
             reverse("steady_queue_dashboard:error-groups"),
             _("Failures by error"),
         )
     ]
+
+
+def _usual_rate(usual: float, baseline: timedelta) -> str:
+    if not usual:  # "usually about 0" reads like a rounding slip
+        minutes = round(baseline.total_seconds() / 60)
+        return _("None failed in the %(minutes)s minutes before.") % {"minutes": minutes}
+    shown = f"{usual:.1f}" if usual < 1 else round(usual)
+    return _("Usually about %(usual)s in that time.") % {"usual": shown}
 
 
 def _stale(states: list[ProcessState]) -> list[Problem]:

@@ -158,7 +158,7 @@ def test_a_failure_spike_against_the_usual_rate(admin_client):
     fail_jobs(6)
     text = problems_of(admin_client)
     assert "Failure spike: 6 jobs failed in the last 10 minutes." in text
-    assert "Usually about 0 in that time." in text
+    assert "None failed in the 60 minutes before." in text
 
 
 def test_failures_at_the_usual_rate_are_no_spike(admin_client):
@@ -166,6 +166,14 @@ def test_failures_at_the_usual_rate_are_no_spike(admin_client):
     fail_jobs(30, ago=timedelta(minutes=30))  # 30 in the hour before: about 5 per 10 min
     fail_jobs(6)
     assert "Failure spike" not in problems_of(admin_client)
+
+
+def test_a_spike_above_a_low_usual_rate_says_the_rate(admin_client):
+    healthy()
+    fail_jobs(6, ago=timedelta(minutes=30))  # 6 in the hour before: about 1 per 10 min
+    fail_jobs(12)
+    text = problems_of(admin_client)
+    assert "Failure spike: 12 jobs failed" in text and "Usually about 1 in that time." in text
 
 
 def test_a_few_failures_are_no_spike(admin_client):
