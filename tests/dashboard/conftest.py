@@ -90,12 +90,3 @@ def jobs(db) -> Jobs:
 
 def _job(result) -> Job:
     return Job.objects.get(pk=result.id)
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    # The fuzz test records its request count as a property; print it in CI's log too.
-    # Properties travel with the report, so this works under pytest-xdist as well.
-    for report in terminalreporter.stats.get("passed", []):
-        counts = dict(report.user_properties).get("dashboard_fuzz_requests")
-        if counts is not None:
-            terminalreporter.write_line(f"dashboard fuzz: {counts} requests, 0 answered 500")
