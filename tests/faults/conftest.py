@@ -57,6 +57,7 @@ class Fleet:
         return self.supervisors[-1]
 
     def start(self, config: str = "FAULTS", workers: int = 2, **env: str) -> Supervisor:
+        self.env = env  # a supervisor started again after a kill gets the same settings
         output = self.tmp_path / f"supervisor-{len(self.supervisors)}.log"
         command = [sys.executable, str(MANAGE), "steady_queue", "--skip-checks", "-v", "1"]
         command += ["--config", f"tests.faults.configs.{config}", "--skip-recurring"]
@@ -141,7 +142,7 @@ class Fleet:
             f"their supervisor was killed"
         )
         if restart:
-            self.start()
+            self.start(**self.env)
 
     def freeze(self, worker: Process, timeout: float = 20.0) -> Process:
         """SIGSTOP ``worker`` outside any transaction (see tests.processes.conftest.freeze).
