@@ -9,6 +9,7 @@ from django.utils import timezone
 from .. import db, notify, postgres
 from ..compat import TaskResultStatus
 from ..queue_selector import QueueSelector
+from .base import QueueModel
 from .claimed_lifecycle import ClaimedLifecycle
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from .process import Process
 
 
-class Execution(models.Model):
+class Execution(QueueModel):
     """Where a job is now: exactly one execution row exists per unfinished job.
 
     Each kind names its state (``Job.state``, the dashboard, the docs) and the

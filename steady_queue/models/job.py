@@ -9,13 +9,14 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .. import arguments, concurrency
+from .base import QueueManager, QueueModel, QueueQuerySet
 from .job_clearable import ClearableQuerySet
 from .job_executable import EXECUTION_RELATIONS, Executable
 from .job_operations import Operations, OperationsQuerySet
 from .job_retryable import Retryable, RetryableQuerySet
 
 
-class JobQuerySet(RetryableQuerySet, OperationsQuerySet, ClearableQuerySet):
+class JobQuerySet(RetryableQuerySet, OperationsQuerySet, ClearableQuerySet, QueueQuerySet):
     def finished(self) -> JobQuerySet:
         return self.filter(finished_at__isnull=False)
 
@@ -27,7 +28,7 @@ class JobQuerySet(RetryableQuerySet, OperationsQuerySet, ClearableQuerySet):
         return self.select_related(*EXECUTION_RELATIONS, "claimed_execution__process")
 
 
-class Job(Retryable, Operations, Executable, models.Model):
+class Job(Retryable, Operations, Executable, QueueModel):
     """One task invocation, kept as a single row for its whole life."""
 
     queue_name = models.CharField(_("queue"), max_length=255)
@@ -47,7 +48,7 @@ class Job(Retryable, Operations, Executable, models.Model):
     created_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
-    objects = JobQuerySet.as_manager()
+    objects = QueueManager.from_queryset(JobQuerySet)()
 
     class Meta:
         db_table = "steady_queue_jobs"

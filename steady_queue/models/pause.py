@@ -3,8 +3,10 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from .base import QueueModel
 
-class Pause(models.Model):
+
+class Pause(QueueModel):
     """A paused queue: workers skip it until the row is deleted."""
 
     queue_name = models.CharField(max_length=255, unique=True)

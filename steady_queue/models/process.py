@@ -3,12 +3,13 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from .base import QueueModel
 from .process_executor import Executor
 from .process_prunable import Prunable
 from .process_registration import Registration
 
 
-class Process(Registration, Executor, Prunable, models.Model):
+class Process(Registration, Executor, Prunable, QueueModel):
     """A registered supervisor, worker, dispatcher or scheduler, kept alive by heartbeats."""
 
     class Kind(models.TextChoices):

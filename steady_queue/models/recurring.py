@@ -3,10 +3,11 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from .base import QueueManager, QueueModel
 from .recurring_schedulable import RecurringTaskQuerySet, Schedulable
 
 
-class RecurringTask(Schedulable, models.Model):
+class RecurringTask(Schedulable, QueueModel):
     """A task enqueued on a cron schedule by the scheduler."""
 
     key = models.CharField(max_length=255, unique=True)
@@ -29,7 +30,7 @@ class RecurringTask(Schedulable, models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = RecurringTaskQuerySet.as_manager()
+    objects = QueueManager.from_queryset(RecurringTaskQuerySet)()
 
     class Meta:
         db_table = "steady_queue_recurring_tasks"
@@ -39,7 +40,7 @@ class RecurringTask(Schedulable, models.Model):
         return self.key
 
 
-class RecurringExecution(models.Model):
+class RecurringExecution(QueueModel):
     """One run of a recurring task; unique per (task_key, run_at) across schedulers."""
 
     job = models.OneToOneField(

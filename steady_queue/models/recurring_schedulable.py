@@ -17,6 +17,7 @@ from ..cron_times import next_time, recent_times
 from ..exceptions import JobStateError
 from ..recurring_task import CATCH_UP_LIMIT, Recurrence
 from ..schedule_description import describe
+from .base import QueueQuerySet
 
 if TYPE_CHECKING:
     from .job import Job
@@ -34,7 +35,7 @@ SYNCED_FIELDS = [
 ]
 
 
-class RecurringTaskQuerySet(models.QuerySet):
+class RecurringTaskQuerySet(QueueQuerySet):
     def static(self) -> RecurringTaskQuerySet:
         return self.filter(static=True)
 

@@ -7,9 +7,10 @@ from django.utils import timezone
 
 from .. import db
 from ..concurrency import ConcurrencyLimit
+from .base import QueueModel
 
 
-class Semaphore(models.Model):
+class Semaphore(QueueModel):
     """How many jobs currently hold the concurrency ``key``; ``value`` counts free slots."""
 
     key = models.CharField(max_length=255, unique=True)
