@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from unittest import mock
 
 from django.db import connection
 from django.db.models import Max, Min
@@ -164,24 +163,26 @@ def _rate(count: int, work: Callable[[], None]) -> float:
 
 
 def _statements_per_job(plan: Plan, report: Report) -> None:
-    from steady_queue import postgres
+    from steady_queue import storage
 
     ways = [(1, "a busy thread (run, record, claim the next)"), (5, "polls of 5")]
+    portable, *fast = storage.implementations()
     for batch, how in ways:
         per_job = _count_statements(batch)
         report.rows.append((f"statements per job, {how}", f"{per_job:.2f}", "", ""))
-    if postgres.in_use():
-        # "Before": the portable ORM path every other database takes (and PostgreSQL
-        # took before its one-statement enqueue, claim and finish).
-        with mock.patch.object(postgres, "in_use", return_value=False):
+    if fast:
+        # "Before": the portable ORM storage every other database uses (and PostgreSQL
+        # used before its one-statement enqueue, claim and finish).
+        with storage.using(portable):
             for batch, how in ways:
                 per_job = _count_statements(batch)
-                name = f"statements per job, {how}, portable ORM path (before)"
+                name = f"statements per job, {how}, portable ORM storage (before)"
                 report.rows.append((name, f"{per_job:.2f}", "", ""))
 
 
 def _count_statements(batch: int) -> float:
     """Statements the worker path sends per job for 100 jobs, claiming ``batch`` at a time."""
+    from steady_queue import storage
     from steady_queue.processes.worker import Worker
 
     database.truncate()
@@ -190,8 +191,8 @@ def _count_statements(batch: int) -> float:
     _bulk(100, 100)
     with CaptureQueriesContext(connection) as captured:
         if batch == 1:  # a busy worker thread: it claims its next job itself
-            worker.pool.run(ReadyExecution.claim(["*"], 1, worker.process)[0])
-        while claimed := ReadyExecution.claim(["*"], batch, worker.process):
+            worker._run(storage.claim(["*"], 1, worker.process)[0])
+        while claimed := storage.claim(["*"], batch, worker.process):
             for execution in claimed:  # a worker polling for idle threads
                 perform(execution)
     if Job.objects.filter(finished_at__isnull=True).exists():

@@ -10,6 +10,7 @@ class SteadyQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Imported for their side effects: system checks, log receivers, and the
-        # receiver that announces jobs a crash failed.
+        # Imported for their side effects: system checks, log receivers, the receiver
+        # that announces jobs a crash failed, and the one that sends NOTIFY wake-ups.
         from . import checks, log, results  # noqa: F401
+        from .storage import notify  # noqa: F401

@@ -1,8 +1,10 @@
-"""Run one claimed job: load its task, send the signals, call it, have the claim record it.
+"""Run one claimed job: load its task, send the signals, call it, have the storage finish it.
 
 How the outcome is stored (once, with the slot hand-off and a last-resort path) is the
-claim's business: ``ClaimedExecution.record``. Whatever is raised from anywhere in a
-run, the job ends with it as its error: a run never leaves its claim behind.
+claim's business (``ClaimedExecution.record``), written the storage's way
+(``steady_queue.storage``), which may claim the thread's next job in the same
+statement. Whatever is raised from anywhere in a run, the job ends with it as its
+error: a run never leaves its claim behind.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import logging
 import threading
 
+from . import storage
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
 from .exceptions import RescheduleJob
 from .models import ClaimedExecution, Job
@@ -18,14 +21,27 @@ from .models.attempt import error_details
 from .models.claimed_finish import Failure, Reschedule, Success
 from .results import result_for, task_for
 
-__all__ = ["error_details", "perform"]
+__all__ = ["error_details", "perform", "perform_then_claim"]
 
 logger = logging.getLogger("steady_queue.perform")
 
 
 def perform(claimed: ClaimedExecution) -> TaskResult | None:
     """Run the claimed job's task; return its final TaskResult, or None if it lost its claim."""
-    job, task = claimed.job, None
+    return _perform(claimed, None)[0]
+
+
+def perform_then_claim(
+    claimed: ClaimedExecution, then_claim: storage.ClaimNext | None
+) -> storage.Finished:
+    """Run the claimed job's task; its finish claims as ``then_claim`` asks (a worker's loop)."""
+    return _perform(claimed, then_claim)[1]
+
+
+def _perform(
+    claimed: ClaimedExecution, then_claim: storage.ClaimNext | None
+) -> tuple[TaskResult | None, storage.Finished]:
+    job, task, store = claimed.job, None, storage.for_alias()
     try:
         task = task_for(job)
         started = result_for(job, task)
@@ -33,11 +49,11 @@ def perform(claimed: ClaimedExecution) -> TaskResult | None:
         return_value = _call(task, started, job)
     except RescheduleJob as request:
         # Not an attempt: nothing is recorded but the new time, and no task_finished.
-        claimed.record(Reschedule(request.run_at))
-        return None
+        return None, store.finish(claimed, Reschedule(request.run_at), then_claim=then_claim)
     except BaseException as exc:
-        if not claimed.record(Failure(exc)) or task is None:
-            return None  # lost the claim, or no task to describe it with
+        finished = store.finish(claimed, Failure(exc), then_claim=then_claim)
+        if not finished.recorded or task is None:
+            return None, finished  # lost the claim, or no task to describe it with
         # Sent inside the handler so that receivers can read sys.exc_info().
         result = _finished(job, task)
         if (
@@ -45,10 +61,9 @@ def perform(claimed: ClaimedExecution) -> TaskResult | None:
             and threading.current_thread() is threading.main_thread()
         ):
             raise  # Ctrl-C in run_ready_jobs: recorded, and the caller stops
-        return result
-    if not claimed.record(Success(return_value)):
-        return None
-    return _finished(job, task)
+        return result, finished
+    finished = store.finish(claimed, Success(return_value), then_claim=then_claim)
+    return (_finished(job, task) if finished.recorded else None), finished
 
 
 def _call(task, result: TaskResult, job: Job):

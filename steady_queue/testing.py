@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db.models import Q
 from django.utils import timezone
 
-from . import db
+from . import storage
 from .compat import TaskResult
-from .models import ReadyExecution, ScheduledExecution
+from .models import ScheduledExecution
 from .perform import perform
 
 
@@ -26,7 +26,7 @@ def run_ready_jobs(
     while max_jobs is None or runs < max_jobs:
         if include_scheduled:
             dispatch_scheduled(all_=True, queues=queues)
-        claimed = ReadyExecution.claim(queues or ["*"], 1, None)
+        claimed = storage.claim(queues or ["*"], 1, None)
         if not claimed:
             break
         runs += 1
@@ -41,7 +41,7 @@ def dispatch_scheduled(*, all_: bool = False, queues: list[str] | None = None) -
 
     ``queues`` takes names and ``prefix*`` wildcards, as workers do; ``None`` is all queues.
     """
-    scheduled = ScheduledExecution.objects.using(db.alias()).filter(_in_queues(queues))
+    scheduled = ScheduledExecution.objects.filter(_in_queues(queues))
     if not all_:
         scheduled = scheduled.filter(scheduled_at__lte=timezone.now())
     return ScheduledExecution.dispatch_jobs(list(scheduled.values_list("job_id", flat=True)))

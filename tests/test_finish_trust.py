@@ -8,13 +8,13 @@ import pytest
 from django.db import DataError
 
 from steady_queue import perform as perform_module
+from steady_queue import storage
 from steady_queue.compat import task_finished, task_started
 from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
     FailedExecution,
     Job,
-    ReadyExecution,
     Semaphore,
 )
 from steady_queue.perform import perform
@@ -213,7 +213,7 @@ def test_a_crash_during_the_hand_off_loses_no_slot(monkeypatch, where):
     first = finish_tasks.limited.enqueue("k")
     second = finish_tasks.limited.enqueue("k")
     assert BlockedExecution.objects.filter(job_id=int(second.id)).exists()
-    (claimed,) = ReadyExecution.claim(["*"], 1, None)
+    (claimed,) = storage.claim(["*"], 1, None)
     kill_in(monkeypatch, Semaphore if where == "signal" else BlockedExecution, where)
 
     with pytest.raises(Killed):
@@ -231,7 +231,7 @@ def test_a_crash_during_the_hand_off_loses_no_slot(monkeypatch, where):
 def test_a_crash_while_failing_a_crashed_job_loses_no_slot(monkeypatch):
     finish_tasks.limited.enqueue("k")
     second = finish_tasks.limited.enqueue("k")
-    ReadyExecution.claim(["*"], 1, None)
+    storage.claim(["*"], 1, None)
     kill_in(monkeypatch, BlockedExecution, "release_one")
 
     with pytest.raises(Killed):

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import steady_queue
+from steady_queue import storage
 from steady_queue.backend import SteadyQueueBackend
 from steady_queue.compat import TaskResultStatus, task_finished, task_started
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, ReadyExecution
@@ -112,7 +113,7 @@ def test_unserializable_return_value_fails_the_job():
 
 def test_a_job_that_lost_its_claim_records_nothing(signals_seen):
     result = tasks.add.enqueue(1, 2)
-    (claimed,) = ReadyExecution.claim(["*"], 1, None)
+    (claimed,) = storage.claim(["*"], 1, None)
     # Someone (a pruner, a QUIT release) took the claim away while the task ran.
     ClaimedExecution.objects.filter(job_id=claimed.job_id).delete()
     ReadyExecution.objects.create(job_id=claimed.job_id, queue_name="default", priority=0)

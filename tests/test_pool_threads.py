@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import pytest
 
-from steady_queue.models import Job, ReadyExecution
+from steady_queue import storage
+from steady_queue.models import Job
+from steady_queue.perform import perform
 from steady_queue.processes.pool import Pool
 from tests import finish_tasks
 from tests.processes.conftest import wait_until
@@ -15,8 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def claim_one():
-    (claimed,) = ReadyExecution.claim(["*"], 1, None)
-    return claimed
+    """The work of running the one ready job, as a worker hands it to its pool."""
+    (claimed,) = storage.claim(["*"], 1, None)
+    return functools.partial(perform, claimed)
 
 
 def finished(result) -> bool:
@@ -37,11 +41,11 @@ def test_a_job_raising_a_base_exception_leaves_the_thread_running_jobs(pools):
     pools.append(pool)
     pool.start()
     broken = finish_tasks.interrupted.enqueue()
-    pool.post(claim_one())
+    pool.submit(claim_one())
     wait_until(lambda: Job.objects.get(pk=int(broken.id)).state == "failed", what="a failure")
 
     later = finish_tasks.fine.enqueue()
-    pool.post(claim_one())
+    pool.submit(claim_one())
 
     wait_until(lambda: finished(later), what="the next job to run")
     wait_until(lambda: pool.idle_threads == 1, what="the thread to be idle")
@@ -59,11 +63,27 @@ def test_a_thread_that_dies_anyway_is_replaced(pools):
     pools.append(pool)
     pool.start()
     first = finish_tasks.fine.enqueue("first")
-    pool.post(claim_one())
+    pool.submit(claim_one())
     wait_until(lambda: finished(first) and calls, what="the first job")
 
     later = finish_tasks.fine.enqueue("later")
-    pool.post(claim_one())
+    pool.submit(claim_one())
 
     wait_until(lambda: finished(later), what="the next job to run")
     wait_until(lambda: pool.idle_threads == 1, what="the thread to be idle")
+
+
+def test_work_that_raises_leaves_the_pool_its_threads(pools):
+    def broken():
+        raise finish_tasks.Interrupted("a bug in the work itself")
+
+    pool = Pool(1, on_idle=lambda: None, name="test")
+    pools.append(pool)
+    pool.start()
+    pool.submit(broken)
+    wait_until(lambda: pool.idle_threads == 1, what="the thread to be counted idle again")
+
+    later = finish_tasks.fine.enqueue("later")
+    pool.submit(claim_one())
+
+    wait_until(lambda: finished(later), what="the next job to run on the replacement thread")

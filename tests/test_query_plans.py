@@ -20,6 +20,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from steady_queue import storage
 from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
@@ -55,7 +56,7 @@ def test_claims_read_the_poll_indexes(process):
     fill("claimed", ROWS)
 
     for queues, index in [(["*"], "sq_poll_all"), (["q2"], "sq_poll_by_queue")]:
-        statements = captured(lambda queues=queues: ReadyExecution.claim(queues, 10, process))
+        statements = captured(lambda queues=queues: storage.claim(queues, 10, process))
         assert_indexed(statements, index)
 
     # The claims of one process (to release or fail them): either index on process_id.
@@ -68,7 +69,7 @@ def test_finishing_a_job_reads_primary_keys_only(process):
     fill("finished", ROWS)
     fill("claimed", ROWS)
     fill("ready", 100)
-    claimed = ReadyExecution.claim(["*"], 1, process)[0]
+    claimed = storage.claim(["*"], 1, process)[0]
 
     assert_indexed(captured(lambda: perform(claimed)))
 

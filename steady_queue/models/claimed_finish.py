@@ -26,7 +26,7 @@ from django.utils import timezone
 
 import steady_queue
 
-from .. import db, postgres
+from .. import db
 from ..exceptions import UnstorableOutcome
 from .attempt import Attempt, error_details, refused_text, storable
 
@@ -56,9 +56,6 @@ class Outcome:
     def check(self) -> None:
         """Raise before anything is written if the database would refuse this outcome."""
 
-    def one_statement(self, claimed: ClaimedExecution) -> bool:
-        return False
-
     def store(self, claimed: ClaimedExecution, attempt: Attempt | None) -> None:
         """Write the outcome; ``attempt`` is None unless ``is_attempt``."""
         raise NotImplementedError
@@ -72,15 +69,18 @@ class Success(Outcome):
         if refused := refused_text(self.return_value):
             raise ValueError(f"the return value contains {refused}")
 
-    def one_statement(self, claimed: ClaimedExecution) -> bool:
-        # PostgreSQL's one-statement finish, for jobs with no slot to hand on.
-        job = claimed.job
-        return steady_queue.preserve_finished_jobs and not job.concurrency_key and postgres.in_use()
+    def hands_nothing_on(self, claimed: ClaimedExecution) -> bool:
+        """Whether storing this success is only "delete the claim, mark the job finished".
+
+        True for a kept job with no concurrency slot to hand on: what a storage may
+        write in one statement (``record(..., write=...)``).
+        """
+        return steady_queue.preserve_finished_jobs and not claimed.job.concurrency_key
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
         from .job import Job
 
-        job, jobs = claimed.job, Job.objects.using(db.alias())
+        job, jobs = claimed.job, Job.objects
         if steady_queue.preserve_finished_jobs:
             jobs.filter(pk=job.pk).update(
                 attempts=[*job.attempts, attempt.to_dict()],
@@ -158,13 +158,22 @@ class LastResort(Outcome):
 class ClaimedFinish:
     """The one way a claimed job ends: ``record(outcome)``."""
 
-    def record(self, outcome: Outcome, *, worker_id: str | None = None) -> bool:
+    def record(
+        self,
+        outcome: Outcome,
+        *,
+        worker_id: str | None = None,
+        write: Callable[[Attempt | None], bool] | None = None,
+    ) -> bool:
         """Record ``outcome`` if the claim is still ours; False if it was lost (nothing changed).
 
+        ``write(attempt)``, given by a storage, writes ``outcome`` its own faster way
+        (taking the claim and storing it atomically, True if the claim was ours) instead
+        of the transaction here; the fallbacks below never use it.
         Raises OutcomeNotRecorded only when the database stays unreachable.
         """
         try:
-            return self._retrying(lambda: self._store(outcome, worker_id))
+            return self._retrying(lambda: self._store(outcome, worker_id, write))
         except OutcomeNotRecorded:
             raise
         except Exception as refused:
@@ -178,21 +187,22 @@ class ClaimedFinish:
                 unstorable.__cause__ = outcome.exc
             failure = Failure(unstorable, final=True)
         try:
-            return self._retrying(lambda: self._store(failure, worker_id))
+            return self._retrying(lambda: self._store(failure, worker_id, None))
         except OutcomeNotRecorded:
             raise
         except Exception:
             logger.exception("Could not store even the failure of job %s", self.job_id)
-        return self._retrying(lambda: self._store(LastResort(), worker_id))
+        return self._retrying(lambda: self._store(LastResort(), worker_id, None))
 
-    def _store(self: ClaimedExecution, outcome: Outcome, worker_id: str | None) -> bool:
+    def _store(
+        self: ClaimedExecution,
+        outcome: Outcome,
+        worker_id: str | None,
+        write: Callable[[Attempt | None], bool] | None,
+    ) -> bool:
         outcome.check()
         job, attempt = self.job, self._attempt(outcome, worker_id)
-        if outcome.one_statement(self):
-            row = attempt.to_dict()
-            recorded = postgres.finish(self, row, outcome.return_value, attempt.finished_at)
-        else:
-            recorded = self._in_transaction(outcome, attempt)
+        recorded = self._in_transaction(outcome, attempt) if write is None else write(attempt)
         if recorded:
             if isinstance(outcome, Success):
                 outcome.stored(job, attempt)
@@ -222,7 +232,7 @@ class ClaimedFinish:
         A pruned or released job has lost its claim: finishing it late changes nothing.
         A queryset delete leaves this instance (and its job_id) intact for a retry.
         """
-        mine = type(self).objects.using(db.alias())
+        mine = type(self).objects
         return mine.filter(job_id=self.job_id, process_id=self.process_id).delete()[0] > 0
 
     def _attempt(self: ClaimedExecution, outcome: Outcome, worker_id: str | None) -> Attempt | None:
@@ -247,7 +257,7 @@ class ClaimedFinish:
         if process is None:
             from .process import Process
 
-            process = Process.objects.using(db.alias()).filter(pk=self.process_id).first()
+            process = Process.objects.filter(pk=self.process_id).first()
         return process.name if process else f"process-{self.process_id}"
 
     def _retrying(self: ClaimedExecution, store: Callable[[], bool]) -> bool:

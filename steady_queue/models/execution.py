@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.utils import timezone
 
-from .. import db, notify, postgres
+from .. import db
 from ..compat import TaskResultStatus
 from ..queue_selector import QueueSelector
 from .base import QueueModel
 from .claimed_lifecycle import ClaimedLifecycle
+from .signals import jobs_ready, jobs_scheduled
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -38,6 +39,13 @@ class Execution(QueueModel):
         return f"{type(self).__name__} of job {self.job_id}"
 
 
+#: The order in which workers claim ready jobs, best first: by the ORM, the
+#: fast paths' SQL and the two poll indexes alike.
+POLL_ORDER = ("-priority", "job")
+#: The columns a ready row copies from its job (with ``job_id`` and ``created_at``).
+READY_COPIED_FIELDS = ("queue_name", "priority")
+
+
 class ReadyExecution(Execution):
     """A job that a worker may claim now."""
 
@@ -57,26 +65,28 @@ class ReadyExecution(Execution):
         db_table = "steady_queue_ready_executions"
         # Same column order as the two poll queries' ORDER BY: index-only, no sort.
         indexes = [
-            models.Index(fields=["-priority", "job"], name="sq_poll_all"),
-            models.Index(fields=["queue_name", "-priority", "job"], name="sq_poll_by_queue"),
+            models.Index(fields=[*POLL_ORDER], name="sq_poll_all"),
+            models.Index(fields=["queue_name", *POLL_ORDER], name="sq_poll_by_queue"),
         ]
 
     @classmethod
     def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
-        rows = [cls(job=j, queue_name=j.queue_name, priority=j.priority) for j in jobs]
+        rows = [cls(job=j, **{f: getattr(j, f) for f in READY_COPIED_FIELDS}) for j in jobs]
         if rows:
-            cls.objects.using(db.alias()).bulk_create(rows)
-            notify.jobs_ready(row.queue_name for row in rows)
+            cls.objects.bulk_create(rows)
+            jobs_ready.send(cls, queue_names={row.queue_name for row in rows})
 
     @classmethod
     def claim(
         cls, queues: list[str], limit: int, process: Process | None
     ) -> list[ClaimedExecution]:
-        """Claim up to ``limit`` ready jobs from ``queues`` (in order) for ``process``."""
-        if postgres.in_use():  # one statement per queue instead of a transaction of four
-            return postgres.claim(queues, limit, process)
+        """Claim up to ``limit`` ready jobs from ``queues`` (in order) for ``process``.
+
+        The portable claim, a transaction per queue; the storage of the queue database
+        may claim faster (``steady_queue.storage``): workers claim through it.
+        """
         claimed: list[ClaimedExecution] = []
-        selector = QueueSelector(queues, cls.objects.using(db.alias()))
+        selector = QueueSelector(queues, cls.objects)
         for relation in selector.scoped_relations():
             if len(claimed) >= limit:
                 break
@@ -88,12 +98,12 @@ class ReadyExecution(Execution):
         with db.atomic():
             if process is not None:  # pruned, its claims were failed: it claims nothing more
                 relation = relation.filter(process.row_exists())
-            candidates = db.lock(relation.order_by("-priority", "job_id"))
+            candidates = relation.order_by(*POLL_ORDER).locked()
             job_ids = list(candidates.values_list("job_id", flat=True)[:limit])
             if not job_ids:
                 return []
             claimed = ClaimedExecution.claiming(job_ids, process)
-            cls.objects.using(db.alias()).filter(job_id__in=job_ids).delete()
+            cls.objects.filter(job_id__in=job_ids).delete()
             return claimed
 
 
@@ -126,15 +136,15 @@ class ScheduledExecution(Execution):
             for j in jobs
         ]
         if rows:
-            cls.objects.using(db.alias()).bulk_create(rows)
-            notify.jobs_scheduled(min(row.scheduled_at for row in rows))
+            cls.objects.bulk_create(rows)
+            jobs_scheduled.send(cls, due_at=min(row.scheduled_at for row in rows))
 
     @classmethod
     def dispatch_next_batch(cls, batch_size: int) -> int:
         """Make up to ``batch_size`` due jobs ready; return how many were dispatched."""
         with db.atomic():
-            due = cls.objects.using(db.alias()).filter(scheduled_at__lte=timezone.now())
-            ordered = db.lock(due.order_by("scheduled_at", "-priority", "job_id"))
+            due = cls.objects.filter(scheduled_at__lte=timezone.now())
+            ordered = due.order_by("scheduled_at", "-priority", "job_id").locked()
             # Ids are selected and locked once, then moved: MySQL rejects LIMIT in IN (...).
             return cls.dispatch_jobs(list(ordered.values_list("job_id", flat=True)[:batch_size]))
 
@@ -146,8 +156,8 @@ class ScheduledExecution(Execution):
         if not job_ids:
             return 0
         with db.atomic():
-            jobs = list(Job.objects.using(db.alias()).filter(pk__in=job_ids).order_by("pk"))
-            cls.objects.using(db.alias()).filter(job_id__in=job_ids).delete()
+            jobs = list(Job.objects.filter(pk__in=job_ids).order_by("pk"))
+            cls.objects.filter(job_id__in=job_ids).delete()
             Job.dispatch_all(jobs)
         return len(jobs)
 
@@ -184,8 +194,8 @@ class ClaimedExecution(ClaimedLifecycle, Execution):
 
         now = timezone.now()
         rows = [cls(job_id=job_id, process=process, created_at=now) for job_id in job_ids]
-        cls.objects.using(db.alias()).bulk_create(rows)
-        jobs = Job.objects.using(db.alias()).in_bulk(job_ids)
+        cls.objects.bulk_create(rows)
+        jobs = Job.objects.in_bulk(job_ids)
         return [cls.claimed_for(jobs[row.job_id], process, now) for row in rows]
 
     @classmethod
@@ -228,9 +238,9 @@ class BlockedExecution(Execution):
         """Release one job for each of up to ``count`` keys blocked past their expiry."""
         from .semaphore import Semaphore
 
-        expired = cls.objects.using(db.alias()).filter(expires_at__lt=timezone.now())
+        expired = cls.objects.filter(expires_at__lt=timezone.now())
         keys = list(expired.values_list("concurrency_key", flat=True).distinct()[:count])
-        taken = Semaphore.objects.using(db.alias()).filter(key__in=keys, value__lte=0)
+        taken = Semaphore.objects.filter(key__in=keys, value__lte=0)
         held = set(taken.values_list("key", flat=True))
         return sum(cls.release_one(key) for key in keys if key not in held)
 
@@ -241,7 +251,7 @@ class BlockedExecution(Execution):
             candidates = cls.objects.filter(concurrency_key=concurrency_key).order_by(
                 "-priority", "job"
             )
-            execution = db.lock(candidates).first()
+            execution = candidates.locked().first()
             return execution is not None and execution.release()
 
     def release(self) -> bool:

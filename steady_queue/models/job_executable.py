@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db, postgres, postgres_enqueue
+from .. import db
 from ..compat import TaskResultStatus
 from .job_concurrency import ConcurrencyControls
 
@@ -18,13 +18,11 @@ class Executable(ConcurrencyControls):
 
     @classmethod
     def enqueue_all(cls, jobs: list[Job]) -> list[Job]:
-        """Insert ``jobs`` and their executions in one transaction."""
-        if jobs and postgres.in_use() and all(job.is_ready_on_enqueue for job in jobs):
-            if len(jobs) == 1:
-                postgres_enqueue.enqueue_ready(jobs[0], timezone.now())  # one round trip, as atomic
-            else:
-                postgres_enqueue.enqueue_all_ready(jobs, timezone.now())
-            return jobs
+        """Insert ``jobs`` and their executions in one transaction (the portable way).
+
+        The backend enqueues through the storage of the queue database
+        (``steady_queue.storage``), which may do it in fewer statements.
+        """
         return db.retry_deadlocks(lambda: cls._insert_all(jobs))
 
     @classmethod
@@ -32,7 +30,7 @@ class Executable(ConcurrencyControls):
         for job in jobs:  # a retried deadlock victim inserts its rows again
             job.pk, job._state.adding = None, True
         with db.atomic():
-            created = cls.objects.using(db.alias()).bulk_create(jobs)
+            created = cls.objects.bulk_create(jobs)
             cls.prepare_all_for_execution(created)
         return created
 
@@ -53,9 +51,6 @@ class Executable(ConcurrencyControls):
         for job in jobs:
             if job.is_concurrency_limited:
                 job.dispatch()
-
-    def prepare_for_execution(self) -> None:
-        type(self).prepare_all_for_execution([self])
 
     def dispatch(self) -> None:
         from .execution import ReadyExecution

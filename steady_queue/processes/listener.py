@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .. import db, notify
+from .. import db
+from ..storage import notify
 from .outages import RETRY_INTERVAL, OutageLog
 
 if TYPE_CHECKING:

@@ -1,18 +1,23 @@
-"""Workers claim ready jobs and run them on a pool of threads."""
+"""Workers claim ready jobs and run them on a pool of threads, each claiming its next job."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 
 import steady_queue
 
-from .. import configuration, db, postgres
+from .. import configuration, storage
 from ..configuration import seconds
-from ..models import ClaimedExecution, Process, ReadyExecution
+from ..models import ClaimedExecution, Process
+from ..perform import perform_then_claim
 from . import listener
+from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
 
@@ -23,7 +28,13 @@ WAIT_FOR_IDLE_THREAD = 60.0
 
 
 class Worker(Poller):
-    """Claim at most as many ready jobs as there are idle threads, and run them."""
+    """Claim at most as many ready jobs as there are idle threads, and run them.
+
+    A thread that finishes a job claims its next one with the finish (one statement on
+    PostgreSQL, see ``storage.ClaimNext``) and runs it at once: with a backlog, threads
+    claim in parallel instead of each waiting for the worker's next poll. Only when
+    there is nothing to claim does a thread become idle and wake the worker.
+    """
 
     kind = Process.Kind.WORKER
 
@@ -37,15 +48,15 @@ class Worker(Poller):
         super().__init__(polling_interval=polling_interval)
         self.queues = list(queues)
         self.threads = threads
-        self.pool = Pool(
-            threads,
-            on_idle=self.wake_up,
-            name=self.name,
-            claim_next=self._claim_next,
-            plan_next=self._plan_next,
-        )
+        self.pool = Pool(threads, on_idle=self.wake_up, name=self.name)
         self._claim_failed = False
         self.listener: listener.Listener | None = None
+        # Jobs claimed and not finished yet, and the threads claiming their next job now.
+        self._lock = threading.Lock()
+        self._claims = threading.Condition(self._lock)
+        self._running: set[int] = set()
+        self._claiming = 0
+        self._claims_paused = False
 
     @classmethod
     def from_configuration(cls, config: configuration.Worker) -> Worker:
@@ -55,6 +66,12 @@ class Worker(Poller):
 
     def metadata(self) -> dict:
         return {**super().metadata(), "queues": self.queues, "threads": self.threads}
+
+    @property
+    def running_job_ids(self) -> set[int]:
+        """Ids of the jobs claimed for the pool and not finished yet."""
+        with self._lock:
+            return set(self._running)
 
     def on_boot(self) -> None:
         self.pool.start()
@@ -68,8 +85,7 @@ class Worker(Poller):
         if not self._may_start(claimed):  # these jobs never started
             self._release([execution.job_id for execution in claimed])
             return 0
-        for execution in claimed:
-            self.pool.post(execution)
+        self._hand_out(claimed)
         return 0 if len(claimed) == wanted else self.polling_interval
 
     def on_shutdown(self) -> None:
@@ -77,7 +93,7 @@ class Worker(Poller):
         self.pool.shutdown()
         if not self.quitting:
             self._wait_for_running_jobs(seconds(steady_queue.shutdown_timeout))
-        unfinished = self.pool.running_job_ids
+        unfinished = self.running_job_ids
         if unfinished:
             logger.warning(
                 "%s stops with jobs %s unfinished%s",
@@ -88,52 +104,84 @@ class Worker(Poller):
         else:
             self.pool.join(timeout=1.0)
 
+    def _hand_out(self, claimed: list[ClaimedExecution]) -> None:
+        """Give each claimed job to a thread of the pool (one idle thread each)."""
+        with self._lock:
+            self._running.update(execution.job_id for execution in claimed)
+        for execution in claimed:
+            self.pool.submit(functools.partial(self._run, execution))
+
+    def _run(self, claimed: ClaimedExecution | None) -> None:
+        """Run ``claimed``, then each job its thread claims after it, while there is one."""
+        while claimed is not None:
+            claimed = self._run_one(claimed)
+
+    def _run_one(self, claimed: ClaimedExecution) -> ClaimedExecution | None:
+        """Run one job, have its finish claim the next; return that job (None: go idle)."""
+        counted: list[bool] = []  # whether this thread is counted in _claiming
+
+        def allowed() -> bool:
+            counted.append(self._may_claim() and self._start_claiming())
+            return counted[-1]
+
+        then_claim = storage.ClaimNext(self.queues, self.process, allowed=allowed)
+        following = None
+        try:
+            finished = perform_then_claim(claimed, then_claim)
+            if finished.claim_failed:
+                self._claim_failed = True  # the next poll releases what it may have claimed
+            elif finished.claimed and not self._may_start(finished.claimed):
+                self._release([finished.claimed[0].job_id])
+            elif finished.claimed:
+                following = finished.claimed[0]
+        except BaseException:
+            # perform() ends the job with whatever its task raised; this is about recording it.
+            logger.exception("Could not record the outcome of job %s", claimed.job_id)
+            if any(counted):
+                self._claim_failed = True
+        finally:
+            recover_connections()
+            with self._claims:
+                self._running.discard(claimed.job_id)
+                if following is not None:
+                    self._running.add(following.job_id)
+                if any(counted):
+                    self._claiming -= 1
+                    self._claims.notify_all()
+        return following
+
+    def _start_claiming(self) -> bool:
+        with self._claims:
+            if self._claims_paused:
+                return False
+            self._claiming += 1
+            return True
+
+    @contextlib.contextmanager
+    def _no_new_claims(self) -> Iterator[None]:
+        """Keep threads from claiming their next job, once the claims in flight are recorded.
+
+        Inside, every job this worker holds a claim for is in ``running_job_ids``.
+        """
+        with self._claims:
+            self._claims_paused = True
+            self._claims.wait_for(lambda: self._claiming == 0)
+        try:
+            yield
+        finally:
+            with self._claims:
+                self._claims_paused = False
+
     def _claim(self, wanted: int) -> list[ClaimedExecution]:
         if self._claim_failed:
             self._release_lost_claims()
         try:
-            claimed = ReadyExecution.claim(self.queues, wanted, self.process)
+            claimed = storage.claim(self.queues, wanted, self.process)
         except Exception:
             self._claim_failed = True
             raise
         self._claim_failed = False
         return claimed
-
-    def _claim_next(self, done: ClaimedExecution) -> ClaimedExecution | None:
-        """Claim one job for a pool thread that has just finished ``done`` (on that thread)."""
-        successor = getattr(done, "successor", None)
-        if successor is not None and successor.made:  # claimed along with done's success
-            if successor.failed:
-                self._claim_failed = True  # the next poll releases what it may have claimed
-                return None
-            claimed = successor.claimed
-        else:
-            claimed = self._claim_one()
-        if claimed and not self._may_start(claimed):
-            self._release([claimed[0].job_id])
-            return None
-        return claimed[0] if claimed else None
-
-    def _claim_one(self) -> list[ClaimedExecution]:
-        if not self._may_claim():
-            return []
-        try:
-            return ReadyExecution.claim(self.queues, 1, self.process)
-        except Exception:
-            self._claim_failed = True  # the next poll releases what it may have claimed
-            raise
-
-    def _plan_next(self) -> postgres.NextClaim | None:
-        """Let a job's success claim its thread's next job (PostgreSQL; all or one queue)."""
-        if "*" in self.queues:
-            queue_name = None  # all queues, unless one is paused: then the poll's way
-        elif len(self.queues) == 1 and "*" not in self.queues[0]:
-            queue_name = self.queues[0]
-        else:
-            return None
-        if not postgres.in_use():
-            return None
-        return postgres.NextClaim(queue_name, self.process, allowed=self._may_claim)
 
     def _may_claim(self) -> bool:
         return not self.stopping and not self._claim_failed and self.still_registered()
@@ -149,22 +197,20 @@ class Worker(Poller):
     def _release_lost_claims(self) -> None:
         # A claim whose commit succeeded although the connection failed before we heard
         # of it would otherwise stay claimed, unrun, until this worker stops.
-        with self.pool.claims_paused():
-            mine = ClaimedExecution.objects.using(db.alias()).filter(process_id=self.process.pk)
-            lost = mine.exclude(job_id__in=self.pool.running_job_ids)
+        with self._no_new_claims():
+            mine = ClaimedExecution.objects.filter(process_id=self.process.pk)
+            lost = mine.exclude(job_id__in=self.running_job_ids)
             if released := ClaimedExecution.release_all(lost):
                 logger.warning("%s released %d claimed jobs it had lost track of", self, released)
 
     def _release(self, job_ids: list[int]) -> None:
         if job_ids:
-            mine = ClaimedExecution.objects.using(db.alias()).filter(
-                process_id=self.process.pk, job_id__in=job_ids
-            )
+            mine = ClaimedExecution.objects.filter(process_id=self.process.pk, job_id__in=job_ids)
             ClaimedExecution.release_all(mine)
 
     def _wait_for_running_jobs(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self.pool.running_job_ids and not self.quitting:
+        while self.running_job_ids and not self.quitting:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return

@@ -4,6 +4,10 @@ Notifications are sent inside the transaction that makes the jobs ready or sched
 so PostgreSQL delivers them when (and only if) it commits. Payloads let a listener
 ignore what is not for it: the queue name of ready jobs (one notification per queue),
 or the Unix time at which the earliest scheduled job becomes due.
+
+The models announce such changes with signals (``steady_queue.models.signals``); the
+receivers here hand them to the storage of the queue database, which sends NOTIFY
+where the database has it. The fast enqueue sends its own, in its statement.
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from . import db
+from django.dispatch import receiver
+
+from .. import db
+from ..models.signals import jobs_ready as jobs_became_ready
+from ..models.signals import jobs_scheduled as job_was_scheduled
 
 READY_CHANNEL = "steady_queue_ready"
 SCHEDULED_CHANNEL = "steady_queue_scheduled"
@@ -41,10 +49,26 @@ def ready_calls(queue_names: Iterable[str]) -> tuple[str, list[str]]:
 
 def is_available() -> bool:
     """Whether the queue database delivers notifications (PostgreSQL)."""
-    return db.connection().vendor == "postgresql"
+    from . import for_alias
+
+    return for_alias().wakes_listeners
 
 
 def _send(calls: str, params: list[str]) -> None:
     if calls and is_available():
         with db.connection().cursor() as cursor:
             cursor.execute(f"SELECT {calls}", params)
+
+
+@receiver(jobs_became_ready, dispatch_uid="steady_queue.storage.notify.ready")
+def _announce_ready(sender, queue_names, **kwargs) -> None:
+    from . import for_alias
+
+    for_alias().notify_ready(queue_names)
+
+
+@receiver(job_was_scheduled, dispatch_uid="steady_queue.storage.notify.scheduled")
+def _announce_scheduled(sender, due_at, **kwargs) -> None:
+    from . import for_alias
+
+    for_alias().notify_scheduled(due_at)

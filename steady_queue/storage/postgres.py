@@ -1,123 +1,144 @@
-"""The hot paths in one statement each on PostgreSQL: claim and finish a job.
+"""The hot paths in one statement each on PostgreSQL: enqueue, claim and finish a job.
 
 The ORM needs a transaction of several statements for each (BEGIN, two or three
 writes, COMMIT): every one a round trip, plus Python overhead. PostgreSQL runs
 data-modifying CTEs as one atomic statement, so in autocommit each path here is a
 single round trip with the same all-or-nothing effect, and the same locking as the
-ORM path it replaces (SKIP LOCKED for the claim; a row lock on the claim to finish).
-Other databases, and the uncommon cases (scheduled or concurrency-limited jobs,
-failures), keep the ORM paths. Enqueue, one job or many, is in postgres_enqueue.
+portable path it replaces (SKIP LOCKED for the claim; a row lock on the claim to
+finish). The uncommon cases (scheduled or concurrency-limited jobs, failures) take
+the portable paths. Enqueue, one job or many, is in postgres_enqueue.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Field
 from django.utils import timezone
 
-from . import db
+from .. import db
+from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
+from ..models.claimed_finish import Outcome, Success
+from ..models.execution import POLL_ORDER
+from ..queue_selector import QueueSelector
+from . import notify, postgres_enqueue
+from .base import ClaimNext, Finished, Storage
+from .sql import columns, table
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from datetime import datetime
 
-    from .models import ClaimedExecution, Job, Process
+    from ..models.attempt import Attempt
 
 
 ONLY_WHEN_ASKED = 2**31 - 1
 
 
-def in_use() -> bool:
-    """Whether the queue database is PostgreSQL, where these statements apply."""
-    return db.connection().vendor == "postgresql"
+class PostgresStorage(Storage):
+    """One statement per enqueue, claim and finish (with the next claim); NOTIFY wake-ups."""
+
+    wakes_listeners = True
+
+    def enqueue(self, jobs: list[Job]) -> list[Job]:
+        if not jobs or not all(job.is_ready_on_enqueue for job in jobs):
+            return super().enqueue(jobs)
+        if len(jobs) == 1:
+            postgres_enqueue.enqueue_ready(jobs[0], timezone.now())  # one round trip, as atomic
+        else:
+            postgres_enqueue.enqueue_all_ready(jobs, timezone.now())
+        return jobs
+
+    def claim(
+        self, queues: Sequence[str], limit: int, process: Process | None
+    ) -> list[ClaimedExecution]:
+        """Claim as the portable storage does, with the pauses checked inside each statement.
+
+        While nothing is paused, a poll of ``*`` is one statement, and a poll of exact
+        queue names one per queue. Wildcards, or ``*`` with paused queues, take the
+        selector's DISTINCT over the ready queues first.
+        """
+        queues = list(queues) or ["*"]
+        if "*" in queues:
+            claimed, paused = _claim_from(None, limit, process)
+            if not paused:
+                return claimed  # the one statement read every queue
+        if "*" in queues or any("*" in entry for entry in queues):
+            names = QueueSelector(queues, ReadyExecution.objects.all()).scoped_queues()
+        else:
+            names = list(dict.fromkeys(queues))
+        claimed = []
+        for name in names:
+            if name is None or len(claimed) >= limit:
+                break  # None: the pauses are gone, and the queues were empty
+            claimed += _claim_from(name, limit - len(claimed), process)[0]
+        return claimed
+
+    def finish(
+        self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
+    ) -> Finished:
+        """A plain success in one statement, which also claims the next job when asked."""
+        if not (isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)):
+            return super().finish(claimed, outcome, then_claim=then_claim)
+        along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None
+        asked: list[bool] = []  # along.allowed()'s one answer
+        made: list[list[ClaimedExecution]] = []  # what the statement claimed
+
+        def write(attempt: Attempt) -> bool:
+            params = _finish_params(claimed, attempt, outcome.return_value)
+            if along is None or asked or not along.allowed():
+                asked.append(False)  # retried after a failure, or not allowed: finish only
+                with _prepared_cursor() as cursor:
+                    cursor.execute(_finish_sql(claimed.process_id is None), params)
+                    return cursor.rowcount == 1
+            asked[:] = [True]
+            recorded, claimed_next = _finish_and_claim(claimed, params, along)
+            made.append(claimed_next)
+            return recorded
+
+        recorded = claimed.record(outcome, write=write)
+        if along is None:
+            claimed_next, failed = self.claim_next(then_claim)
+            return Finished(recorded, claimed_next, failed)
+        if asked and asked[0]:
+            # Asked and made, or asked and failed (it may have claimed all the same).
+            return Finished(recorded, made[0] if made else None, claim_failed=not made)
+        return Finished(recorded)
+
+    def notify_ready(self, queue_names: Iterable[str]) -> None:
+        notify.jobs_ready(queue_names)
+
+    def notify_scheduled(self, due_at: datetime) -> None:
+        notify.jobs_scheduled(due_at)
 
 
-def claim(queues: list[str], limit: int, process: Process | None) -> list[ClaimedExecution]:
-    """Claim up to ``limit`` ready jobs from ``queues`` (in order), best first in each.
-
-    Reads the queues as QueueSelector does, with the pauses checked inside each claiming
-    statement: while nothing is paused, a poll of ``*`` is one statement, and a poll of
-    exact queue names one per queue. Wildcards, or ``*`` with paused queues, take the
-    selector's DISTINCT over the ready queues first.
-    """
-    from .models import ReadyExecution
-    from .queue_selector import QueueSelector
-
-    queues = queues or ["*"]
-    if "*" in queues:
-        claimed, paused = _claim_from(None, limit, process)
-        if not paused:
-            return claimed  # the one statement read every queue
-    if "*" in queues or any("*" in entry for entry in queues):
-        names = QueueSelector(queues, ReadyExecution.objects.using(db.alias())).scoped_queues()
-    else:
-        names = list(dict.fromkeys(queues))
-    claimed = []
-    for name in names:
-        if name is None or len(claimed) >= limit:
-            break  # None: the pauses are gone, and the queues were empty
-        claimed += _claim_from(name, limit - len(claimed), process)[0]
-    return claimed
+def _one_statement_claims(then_claim: ClaimNext) -> bool:
+    """Whether the finishing statement can claim for these queues: all, or one exact name."""
+    queues = list(then_claim.queues)
+    return then_claim.limit == 1 and ("*" in queues or (len(queues) == 1 and "*" not in queues[0]))
 
 
-@dataclasses.dataclass(eq=False)
-class NextClaim:
-    """A worker thread's next claim, made by the statement that records its job's success.
-
-    One statement instead of two per job while a queue has work: the success of the job
-    just run and the claim of the next one commit together. ``allowed()`` is asked once,
-    just before; then ``made`` is set and ``claimed`` holds the claim (or nothing), or
-    ``failed`` says that the statement failed and may have claimed a job all the same.
-    """
-
-    queue_name: str | None  # None: all queues, while none is paused
-    process: Process | None
-    allowed: Callable[[], bool]
-    made: bool = False
-    failed: bool = False
-    claimed: list[ClaimedExecution] = dataclasses.field(default_factory=list)
-
-
-def finish(claimed: ClaimedExecution, attempt: dict, return_value: Any, now: datetime) -> bool:
-    """Record the success of ``claimed`` if the claim is still ours; False if it was lost.
-
-    Deleting the claim row locks it, exactly as the ORM path's SELECT ... FOR UPDATE:
-    whoever deletes it first (this worker, or a supervisor failing the job because the
-    process died) records the outcome; the other finds no row and changes nothing.
-    With a ``successor`` (a NextClaim) on ``claimed``, the same statement claims the
-    thread's next job.
-    """
-    from .models import Job
-
-    connection = db.connection()
-    fields = Job._meta
-    params = [claimed.job_id, *([] if claimed.process_id is None else [claimed.process_id])]
-    params += [
+def _finish_params(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> list:
+    connection, fields = db.connection(), Job._meta
+    now = attempt.finished_at
+    process = [] if claimed.process_id is None else [claimed.process_id]
+    return [
+        claimed.job_id,
+        *process,
         now,
         fields.get_field("return_value").get_db_prep_save(return_value, connection),
-        fields.get_field("attempts").get_db_prep_save([attempt], connection),
+        fields.get_field("attempts").get_db_prep_save([attempt.to_dict()], connection),
         now,
     ]
-    successor = getattr(claimed, "successor", None)
-    if successor is None or successor.made or not successor.allowed():
-        with _prepared_cursor() as cursor:
-            cursor.execute(_finish_sql(claimed.process_id is None), params)
-            return cursor.rowcount == 1
-    successor.made = True
-    try:
-        return _finish_and_claim(claimed, params, successor)
-    except BaseException:
-        successor.failed = True
-        raise
 
 
-def _finish_and_claim(claimed: ClaimedExecution, params: list, successor: NextClaim) -> bool:
-    from .models import ClaimedExecution
-
-    now, queue_name, process = timezone.now(), successor.queue_name, successor.process
+def _finish_and_claim(
+    claimed: ClaimedExecution, params: list, then_claim: ClaimNext
+) -> tuple[bool, list[ClaimedExecution]]:
+    queues, process, now = list(then_claim.queues), then_claim.process, timezone.now()
+    queue_name = None if "*" in queues else queues[0]  # all queues, while none is paused
     params += [] if queue_name is None else [queue_name, queue_name]
     params += [] if process is None else [process.pk]
     params += [1, process.pk if process else None, now]
@@ -128,16 +149,13 @@ def _finish_and_claim(claimed: ClaimedExecution, params: list, successor: NextCl
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     jobs = _jobs_from_rows([row[1:] for row in rows if row[1] is not None])
-    successor.claimed = [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
-    return rows[0][0] == 1
+    return rows[0][0] == 1, [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
 
 
 def _claim_from(
     queue_name: str | None, limit: int, process: Process | None
 ) -> tuple[list[ClaimedExecution], bool]:
     """Claim from one queue (None: all, unless a queue is paused); and whether one is."""
-    from .models import ClaimedExecution
-
     now = timezone.now()
     params = [] if queue_name is None else [queue_name, queue_name]
     params += [] if process is None else [process.pk]
@@ -152,8 +170,6 @@ def _claim_from(
 
 @functools.cache
 def _claim_sql(one_queue: bool, registered: bool) -> str:
-    from .models import Job
-
     # Claiming from all queues, a row of NULLs says that some queue is paused.
     fields = Job._meta.concrete_fields
     flag = "" if one_queue else f" UNION ALL SELECT {_nulls(fields)} WHERE {_paused(False)}"
@@ -170,8 +186,6 @@ def _finish_sql(without_process: bool) -> str:
 
 @functools.cache
 def _finish_and_claim_sql(without_process: bool, one_queue: bool, registered: bool) -> str:
-    from .models import Job
-
     # One row, however it went: how many jobs finished (1 or 0), and the claimed job.
     fields = Job._meta.concrete_fields
     finished = "(SELECT count(*) FROM finished)"
@@ -185,8 +199,6 @@ def _finish_and_claim_sql(without_process: bool, one_queue: bool, registered: bo
 
 def _finishing(without_process: bool) -> str:
     """CTEs ``claim`` (our claim, deleted) and ``finished`` (its job, marked finished)."""
-    from .models import ClaimedExecution, Job
-
     process = "process_id IS NULL" if without_process else "process_id = %s"
     return (
         f"claim AS (DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND {process} "
@@ -203,8 +215,6 @@ def _claiming(one_queue: bool, registered: bool) -> str:
     ``registered``: only while the claiming process's row exists (a pruned one claims
     nothing more; see Process.row_exists).
     """
-    from .models import ClaimedExecution, Process, ReadyExecution
-
     # A one-time filter on the pauses: the scan of the poll index is the same as without.
     where = f"queue_name = %s AND NOT {_paused(True)}" if one_queue else f"NOT {_paused(False)}"
     if registered:  # a one-time filter too
@@ -212,7 +222,7 @@ def _claiming(one_queue: bool, registered: bool) -> str:
     return (
         # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
         f"picked AS MATERIALIZED (SELECT job_id FROM {table(ReadyExecution)} "
-        f"WHERE {where} ORDER BY priority DESC, job_id LIMIT %s FOR UPDATE SKIP LOCKED), "
+        f"WHERE {where} ORDER BY {_poll_order()} LIMIT %s FOR UPDATE SKIP LOCKED), "
         f"ready AS (DELETE FROM {table(ReadyExecution)} r USING picked "
         "WHERE r.job_id = picked.job_id RETURNING r.job_id), "
         f"claimed AS (INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
@@ -221,9 +231,17 @@ def _claiming(one_queue: bool, registered: bool) -> str:
 
 
 def _paused(one_queue: bool) -> str:
-    from .models import Pause
-
     return f"EXISTS (SELECT 1 FROM {table(Pause)}{' WHERE queue_name = %s' if one_queue else ''})"
+
+
+@functools.cache
+def _poll_order() -> str:
+    """POLL_ORDER as SQL: the columns of ReadyExecution's poll index, in its order."""
+    terms = []
+    for name in POLL_ORDER:
+        column = ReadyExecution._meta.get_field(name.lstrip("-")).column
+        terms.append(f"{column} DESC" if name.startswith("-") else column)
+    return ", ".join(terms)
 
 
 def _nulls(fields: list[Field]) -> str:
@@ -238,6 +256,10 @@ def _prepared_cursor():
     statements only, and is still Django's cursor wrapper (logged and counted).
     """
     connection = db.connection()
+    if "prepare_threshold" in connection.settings_dict.get("OPTIONS", {}):
+        # The project chose (None: behind PgBouncer in transaction mode, where prepared
+        # statements break): respect it; the statements stay single, only unprepared.
+        return connection.cursor()
     connection.ensure_connection()
     raw = connection.connection
     if raw.prepare_threshold is None:
@@ -260,8 +282,6 @@ def _preparing_cursor_class():
 
 
 def _jobs_from_rows(rows: list[tuple]) -> list[Job]:
-    from .models import Job
-
     fields, connection = Job._meta.concrete_fields, db.connection()
     names = [field.attname for field in fields]
     converters = [
@@ -275,15 +295,4 @@ def _jobs_from_rows(rows: list[tuple]) -> list[Job]:
         for index, field, converter in converters:
             values[index] = converter(values[index], field, connection)
         jobs.append(Job.from_db(db.alias(), names, values))
-    return sorted(jobs, key=lambda job: (-job.priority, job.pk))
-
-
-def table(model) -> str:
-    """The model's table name, quoted for the queue database."""
-    return db.connection().ops.quote_name(model._meta.db_table)
-
-
-def columns(fields: Sequence[Field], prefix: str = "") -> str:
-    """The fields' column names, quoted, comma-separated."""
-    quote = db.connection().ops.quote_name
-    return ", ".join(f"{prefix}{quote(field.column)}" for field in fields)
+    return sorted(jobs, key=lambda job: (-job.priority, job.pk))  # POLL_ORDER

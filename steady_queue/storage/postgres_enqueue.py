@@ -13,14 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Field, JSONField
 
-from . import db, notify, postgres
+from .. import db
+from ..models import Job, ReadyExecution
+from ..models.execution import READY_COPIED_FIELDS
+from . import notify
+from .sql import columns, table
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from .models import Job
 
-READY_COLUMNS = "job_id, queue_name, priority, created_at"
+# The ready row of a job: its id, what it copies from the job, and when.
+READY_COLUMNS = ", ".join(["job_id", *READY_COPIED_FIELDS, "created_at"])
 
 
 def enqueue_ready(job: Job, now: datetime) -> None:
@@ -37,21 +41,18 @@ def enqueue_ready(job: Job, now: datetime) -> None:
 @functools.cache
 def _job_fields() -> tuple[Field, ...]:
     """The jobs table's columns an insert writes: all but the id."""
-    from .models import Job
 
     return tuple(field for field in Job._meta.concrete_fields if not field.primary_key)
 
 
 @functools.cache
 def _enqueue_sql() -> str:
-    from .models import Job, ReadyExecution
-
-    fields = _job_fields()
+    fields, copied = _job_fields(), ", ".join(READY_COPIED_FIELDS)
     return (
-        f"WITH job AS (INSERT INTO {postgres.table(Job)} ({postgres.columns(fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, queue_name, priority), "
-        f"ready AS (INSERT INTO {postgres.table(ReadyExecution)} ({READY_COLUMNS}) "
-        "SELECT id, queue_name, priority, %s FROM job) "
+        f"WITH job AS (INSERT INTO {table(Job)} ({columns(fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, {copied}), "
+        f"ready AS (INSERT INTO {table(ReadyExecution)} ({READY_COLUMNS}) "
+        f"SELECT id, {copied}, %s FROM job) "
         "SELECT id, pg_notify(%s, queue_name) FROM job"
     )
 
@@ -63,20 +64,19 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
     sequence (in enqueue order), so that both tables can be copied; the statement that
     takes them also sends the notifications, delivered on commit.
     """
-    from .models import Job, ReadyExecution
-
     fields = _job_fields()
     calls, params = notify.ready_calls(job.queue_name for job in jobs)
     with db.atomic(), db.connection().cursor() as cursor:
         cursor.execute(
             f"WITH sent AS MATERIALIZED (SELECT {calls}) "
             "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s), sent",
-            [*params, postgres.table(Job), len(jobs)],
+            [*params, table(Job), len(jobs)],
         )
         for job, pk in zip(jobs, sorted(row[0] for row in cursor.fetchall()), strict=True):
             job.pk = pk
         _copy(cursor, Job, ["id", *(f.column for f in fields)], _job_rows(jobs, fields, now))
-        ready = ((job.pk, job.queue_name, job.priority, now) for job in jobs)
+        copied = [[getattr(job, name) for name in READY_COPIED_FIELDS] for job in jobs]
+        ready = ((job.pk, *values, now) for job, values in zip(jobs, copied, strict=True))
         _copy(cursor, ReadyExecution, READY_COLUMNS.split(", "), ready)
     for job in jobs:
         job._state.adding, job._state.db = False, db.alias()
@@ -107,6 +107,6 @@ def _dump(value: Any, encoder) -> Any:
 
 def _copy(cursor, model, columns: list[str], rows) -> None:
     quoted = ", ".join(db.connection().ops.quote_name(column) for column in columns)
-    with cursor.copy(f"COPY {postgres.table(model)} ({quoted}) FROM STDIN") as copy:
+    with cursor.copy(f"COPY {table(model)} ({quoted}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)

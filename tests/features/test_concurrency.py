@@ -11,10 +11,11 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
+from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import TaskResultStatus
 from steady_queue.concurrency import ConcurrencyLimit, limit_for, run_maintenance
-from steady_queue.models import BlockedExecution, ClaimedExecution, Job, ReadyExecution, Semaphore
+from steady_queue.models import BlockedExecution, ClaimedExecution, Job, Semaphore
 from steady_queue.processes.errors import ProcessExitError
 from steady_queue.testing import run_ready_jobs
 from tests import tasks as foundation_tasks
@@ -99,7 +100,7 @@ def test_bulk_enqueue_honours_limits():
 def test_maintenance_releases_a_key_whose_holder_never_signalled():
     tasks.short_lease.enqueue()
     waiting = tasks.short_lease.enqueue()
-    ReadyExecution.claim(["*"], 1, None)  # its worker then vanishes without a word
+    storage.claim(["*"], 1, None)  # its worker then vanishes without a word
     run_maintenance(batch_size=10)
     assert states([waiting]) == ["blocked"]
     past = timezone.now() - timedelta(seconds=1)
@@ -121,9 +122,7 @@ def test_maintenance_leaves_blocked_jobs_whose_key_is_still_held():
 def test_a_crashed_worker_s_job_gives_its_key_back():
     tasks.exclusive.enqueue(0)
     waiting = tasks.exclusive.enqueue(1)
-    claims = ClaimedExecution.objects.filter(
-        pk__in=[c.pk for c in ReadyExecution.claim(["*"], 1, None)]
-    )
+    claims = ClaimedExecution.objects.filter(pk__in=[c.pk for c in storage.claim(["*"], 1, None)])
     ClaimedExecution.fail_all_with(claims, ProcessExitError("killed"))
     assert states([waiting]) == ["ready"]
 

@@ -14,7 +14,8 @@ from datetime import timedelta
 import pytest
 
 import steady_queue
-from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution, Semaphore
+from steady_queue import storage
+from steady_queue.models import ClaimedExecution, Job, Process, Semaphore
 from steady_queue.perform import perform
 from steady_queue.processes.heartbeat import Heartbeat
 from steady_queue.processes.worker import Worker
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 
 def claim_everything(process: Process | None = None) -> list[ClaimedExecution]:
-    return ReadyExecution.claim(["*"], 100, process)
+    return storage.claim(["*"], 100, process)
 
 
 def test_a_job_released_by_hand_never_lets_later_jobs_over_the_limit():
@@ -50,7 +51,7 @@ def test_releasing_by_hand_takes_a_slot_so_the_key_stays_full_until_two_finish()
     _first, second, third = (tasks.exclusive.enqueue(i) for i in range(3))
     Job.objects.get(pk=second.id).release()
     assert Semaphore.objects.get(key__endswith="/exclusive").value == -1  # two hold it, to=1
-    [claimed_first] = ReadyExecution.claim(["*"], 1, None)
+    [claimed_first] = storage.claim(["*"], 1, None)
     perform(claimed_first)
     assert Job.objects.get(pk=third.id).state == "blocked"  # the released one still holds it
     for claimed in claim_everything():

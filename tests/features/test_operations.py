@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from steady_queue import storage
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import (
     ClaimedExecution,
@@ -31,7 +32,7 @@ def job(result) -> Job:
 
 
 def claim_all() -> None:
-    ReadyExecution.claim(["*"], 100, None)
+    storage.claim(["*"], 100, None)
 
 
 def test_retry_queues_a_failed_job_again_keeping_its_errors():

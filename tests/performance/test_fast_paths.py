@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import TaskResultStatus, default_task_backend
 from steady_queue.models import ClaimedExecution, Job, Pause, Process, ReadyExecution
@@ -52,7 +53,7 @@ def test_bulk_enqueue_stores_every_value_exactly():
         (low.pk, "low", -7),
         (late.pk, "default", 0),
     }
-    perform(ReadyExecution.claim(["default"], 1, None)[0])
+    perform(storage.claim(["default"], 1, None)[0])
     (args, kwargs), *_ = tasks.CALLS
     assert args == (*AWKWARD, Decimal("1.10"))
     assert kwargs == {"when": datetime(2030, 1, 2, tzinfo=UTC)}
@@ -76,7 +77,7 @@ def test_claim_then_run_costs_a_fixed_number_of_statements(
     # the pauses, then BEGIN, lock, insert claims, load jobs, delete ready, COMMIT; per
     # job BEGIN, delete the claim (its lock), update the job, COMMIT.
     with django_assert_num_queries(1 + 5 if POSTGRES else 7 + 5 * 4):
-        for claimed in ReadyExecution.claim(["*"], 5, worker_process):
+        for claimed in storage.claim(["*"], 5, worker_process):
             perform(claimed)
 
     assert Job.objects.filter(finished_at__isnull=False).count() == 5
@@ -89,13 +90,13 @@ def test_a_busy_thread_records_each_job_and_claims_the_next_in_one_statement(
     enqueue_all([(tasks.add, (i, i), {}) for i in range(5)])
     worker = Worker(queues=["*"], threads=1)
     worker.process = worker_process
-    first = ReadyExecution.claim(["*"], 1, worker_process)[0]
+    first = storage.claim(["*"], 1, worker_process)[0]
 
     # PostgreSQL: per job, one statement records it and claims the next. Elsewhere: per
     # job, the transaction recording it (4) and the poll claiming the next (7; the last,
     # empty one: the pauses, BEGIN, the select, COMMIT).
     with django_assert_num_queries(5 if POSTGRES else 5 * 4 + 4 * 7 + 4):
-        worker.pool.run(first)  # as a worker thread does, until nothing is left
+        worker._run(first)  # as a worker thread does, until nothing is left
 
     assert Job.objects.filter(finished_at__isnull=False).count() == 5
     assert not ClaimedExecution.objects.exists() and not ReadyExecution.objects.exists()
@@ -105,7 +106,7 @@ def test_claims_take_the_best_jobs_first_and_record_their_start(worker_process):
     enqueue_all([(tasks.add.using(priority=p), (p, 0), {}) for p in (0, 5, -3, 5)])
     before = timezone.now()
 
-    claimed = ReadyExecution.claim(["*"], 3, worker_process)
+    claimed = storage.claim(["*"], 3, worker_process)
 
     assert [c.job.priority for c in claimed] == [5, 5, 0]
     assert [c.job_id for c in claimed][:2] == sorted(c.job_id for c in claimed[:2])
@@ -120,13 +121,13 @@ def test_claims_follow_the_queue_order_and_skip_paused_queues(worker_process):
         enqueue_all([(tasks.add.using(queue_name=queue), (1, 1), {})] * 2)
     Pause.objects.create(queue_name="real_time")
 
-    exact = ReadyExecution.claim(["real_time", "low", "default"], 3, worker_process)
-    everything = ReadyExecution.claim(["*"], 5, worker_process)
+    exact = storage.claim(["real_time", "low", "default"], 3, worker_process)
+    everything = storage.claim(["*"], 5, worker_process)
 
     assert [c.job.queue_name for c in exact] == ["low", "low", "default"]
     assert [c.job.queue_name for c in everything] == ["default"]
     Pause.objects.all().delete()
-    assert [c.job.queue_name for c in ReadyExecution.claim(["real*"], 5, worker_process)] == [
+    assert [c.job.queue_name for c in storage.claim(["real*"], 5, worker_process)] == [
         "real_time",
         "real_time",
     ]
@@ -135,7 +136,7 @@ def test_claims_follow_the_queue_order_and_skip_paused_queues(worker_process):
 def test_finishing_records_the_attempt_and_return_value(worker_process):
     result = tasks.greet.enqueue("Ada", times=2)
 
-    perform(ReadyExecution.claim(["*"], 1, worker_process)[0])
+    perform(storage.claim(["*"], 1, worker_process)[0])
 
     job = Job.objects.get(pk=int(result.id))
     assert job.return_value == "Hello, AdaHello, Ada"

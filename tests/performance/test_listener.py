@@ -13,12 +13,11 @@ from datetime import timedelta
 import pytest
 from django.db import connection, transaction
 
-from steady_queue import notify
 from steady_queue.backend import enqueue_all
-from steady_queue.models import ClaimedExecution
 from steady_queue.processes import listener
 from steady_queue.processes.dispatcher import Dispatcher
 from steady_queue.processes.worker import Worker
+from steady_queue.storage import notify
 from tests import tasks
 from tests.processes.conftest import wait_until
 
@@ -150,7 +149,7 @@ def test_rolled_back_and_foreign_enqueues_wake_nobody(started):
 @only_postgres
 def test_a_busy_worker_is_not_woken(started):
     worker = CountingWorker(queues=["*"], threads=1)
-    worker.pool.post(ClaimedExecution(job_id=0))  # its only thread is taken
+    worker.pool.submit(lambda: None)  # its only thread is taken (the pool is not started)
     started(listener.for_worker(worker))
     wait_until(lambda: worker.woken.count == 1, what="the wake-up on connecting")
 

@@ -7,10 +7,11 @@ import os
 import pytest
 from django.db import OperationalError, connection
 
-from steady_queue import postgres
+from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.processes.worker import Worker
+from steady_queue.storage import postgres
 from tests import tasks
 from tests.processes.conftest import wait_until
 
@@ -48,7 +49,7 @@ def test_one_poll_drains_the_queue(worker):
 def test_threads_claim_nothing_while_claims_are_paused(worker):
     enqueue_all([(tasks.add, (i, i), {}) for i in range(6)])
 
-    with worker.pool.claims_paused():
+    with worker._no_new_claims():
         worker.poll()
         wait_until(lambda: finished() == 2, what="the two polled jobs")
         wait_until(lambda: worker.pool.idle_threads == 2, what="the threads to go idle")
@@ -62,7 +63,7 @@ def test_a_stopping_worker_claims_no_more(worker):
     enqueue_all([(tasks.add, (i, i), {}) for i in range(6)])
     worker.stopping = True
 
-    worker.pool.post(ReadyExecution.claim(["*"], 1, worker.process)[0])
+    worker._hand_out(storage.claim(["*"], 1, worker.process))
 
     wait_until(lambda: finished() == 1, what="the posted job")
     wait_until(lambda: worker.pool.idle_threads == 2, what="the thread to go idle")
@@ -78,12 +79,12 @@ def test_a_success_statement_lost_after_its_commit_runs_every_job_once(worker, m
     made = postgres._finish_and_claim
     lost: list[int] = []
 
-    def commit_then_lose_the_answer(claimed, params, successor):
-        recorded = made(claimed, params, successor)
-        if not lost and successor.claimed:
-            lost.append(successor.claimed[0].job_id)
+    def commit_then_lose_the_answer(claimed, params, then_claim):
+        recorded, claimed_next = made(claimed, params, then_claim)
+        if not lost and claimed_next:
+            lost.append(claimed_next[0].job_id)
             raise OperationalError("server closed the connection unexpectedly")
-        return recorded
+        return recorded, claimed_next
 
     monkeypatch.setattr(postgres, "_finish_and_claim", commit_then_lose_the_answer)
     enqueue_all([(tasks.echo, (i,), {}) for i in range(8)])

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from steady_queue import storage
 from steady_queue.models import (
     ClaimedExecution,
     FailedExecution,
@@ -28,7 +29,7 @@ def register(name: str, **attributes) -> Process:
 
 def claim_one(process: Process, task=tasks.record) -> ClaimedExecution:
     result = task.enqueue("/dev/null", "job")
-    [claimed] = ReadyExecution.claim(["*"], 1, process)
+    [claimed] = storage.claim(["*"], 1, process)
     assert claimed.job_id == int(result.id)
     return claimed
 

@@ -1,0 +1,109 @@
+"""The portable storage: the hot operations through Django's ORM, on every database.
+
+This is the reference. A database's fast storage (``postgres.PostgresStorage``)
+subclasses it, overrides what it can do in fewer statements, and falls back to this
+for the rest; the contract tests (tests/storage) run every storage against the same
+assertions on each database that supports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..models import ClaimedExecution, Job, ReadyExecution
+from ..models.claimed_finish import Outcome
+
+if TYPE_CHECKING:
+    from ..models import Process
+
+logger = logging.getLogger("steady_queue.claims")
+
+
+def _always() -> bool:
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimNext:
+    """Ask a finish to claim up to ``limit`` more jobs of ``queues`` for ``process``.
+
+    ``allowed()`` is asked at most once, just before the claim, and only then: a
+    worker that stops (or pauses its claims) in the meantime says no there.
+    """
+
+    queues: Sequence[str]
+    process: Process | None
+    limit: int = 1
+    allowed: Callable[[], bool] = _always
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """What a finish did: whether the outcome was recorded, and what it claimed next.
+
+    ``claimed`` is None when no claim was made (none asked, or not allowed);
+    ``claim_failed`` says that the claim failed and may have taken jobs all the same
+    (the worker releases what it holds but does not run at its next poll).
+    """
+
+    recorded: bool
+    claimed: list[ClaimedExecution] | None = None
+    claim_failed: bool = False
+
+
+class Storage:
+    """Enqueue, claim and finish jobs; announce new work. One instance per database alias."""
+
+    #: Whether idle processes can be woken by this database (LISTEN/NOTIFY).
+    wakes_listeners = False
+
+    def __init__(self, alias: str):
+        self.alias = alias
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.alias!r}>"
+
+    def enqueue(self, jobs: list[Job]) -> list[Job]:
+        """Insert ``jobs`` with their executions, all or nothing; set their ids."""
+        return Job.enqueue_all(jobs)
+
+    def claim(
+        self, queues: Sequence[str], limit: int, process: Process | None
+    ) -> list[ClaimedExecution]:
+        """Claim up to ``limit`` ready jobs of ``queues`` (in order, best first) for ``process``.
+
+        A process whose row is gone (pruned: its claims were failed) claims nothing.
+        """
+        return ReadyExecution.claim(list(queues), limit, process)
+
+    def finish(
+        self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
+    ) -> Finished:
+        """Record ``outcome`` of ``claimed`` (once; see ClaimedExecution.record), then claim.
+
+        Raises only what ``record`` raises (the database stayed unreachable).
+        """
+        recorded = claimed.record(outcome)
+        claimed_next, failed = self.claim_next(then_claim)
+        return Finished(recorded, claimed_next, failed)
+
+    def claim_next(self, then_claim: ClaimNext | None) -> tuple[list | None, bool]:
+        """Claim as ``then_claim`` asks, in a statement of its own: (claimed, failed)."""
+        if then_claim is None or not then_claim.allowed():
+            return None, False
+        try:
+            return self.claim(then_claim.queues, then_claim.limit, then_claim.process), False
+        except Exception as exc:
+            # The worker's own poll retries (and logs the outage); this thread goes idle.
+            logger.debug("Could not claim a next job: %s", exc)
+            return None, True
+
+    def notify_ready(self, queue_names: Iterable[str]) -> None:
+        """Wake processes waiting for ready jobs of ``queue_names`` (on commit)."""
+
+    def notify_scheduled(self, due_at: datetime) -> None:
+        """Wake processes waiting for a job that becomes due at ``due_at`` (on commit)."""
