@@ -1,0 +1,155 @@
+"""Compare two commits of Steady Queue on the same machine, in the same run.
+
+    python bench/compare.py HEAD~3 HEAD --db postgres --rounds 3
+
+Each commit is checked out into a temporary git worktree. Rounds alternate which
+commit goes first, and each round measures both with the same plan (single and bulk
+enqueue, a drain with the real ``manage.py steady_queue``, pickup latency of an idle
+worker), each through the commit's own code and its own bench/measures.py: a change
+to the engine is compared, not a change to the benchmark. Prints every run and the
+median of each figure per commit, with the ratio new/old.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = {  # name: higher is better
+    "single enqueue, jobs/s": True,
+    "bulk enqueue, jobs/s": True,
+    "drain, jobs/s": True,
+    "pickup latency p50, ms": False,
+    "pickup latency p90, ms": False,
+}
+
+
+def main() -> int:
+    options = _parse_args()
+    if options.measure:
+        print(json.dumps(_measure(options)))
+        return 0
+    runs: dict[str, list[dict]] = {options.old: [], options.new: []}
+    with tempfile.TemporaryDirectory(prefix="sq-compare-") as scratch:
+        trees = {rev: _worktree(rev, Path(scratch) / f"tree{i}") for i, rev in enumerate(runs)}
+        try:
+            for round_ in range(options.rounds):
+                order = list(runs) if round_ % 2 == 0 else list(reversed(runs))
+                for rev in order:
+                    figures = _run_in(trees[rev], options)
+                    runs[rev].append(figures)
+                    print(f"round {round_ + 1} {rev}: {figures}", flush=True)
+        finally:
+            for tree in trees.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    print(_table(options, runs))
+    return 0
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("old", nargs="?", default="HEAD~1")
+    parser.add_argument("new", nargs="?", default="HEAD")
+    parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
+    parser.add_argument("--name", default="sq_compare")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=5_000, help="jobs per drain and bulk run")
+    parser.add_argument("--single-jobs", type=int, default=1_000)
+    parser.add_argument("--config", default="2x5", help="drain: processes x threads")
+    parser.add_argument("--latency-samples", type=int, default=30)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def _worktree(rev: str, path: Path) -> Path:
+    subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True)
+    return path
+
+
+def _run_in(tree: Path, options: argparse.Namespace) -> dict:
+    """One round of measures in ``tree``'s code (this script, run with its tree first)."""
+    env = {**os.environ, "SQ_COMPARE_TREE": str(tree), "PYTHONPATH": str(tree)}
+    arguments = [
+        sys.executable,
+        __file__,
+        "--measure",
+        f"--db={options.db}",
+        f"--name={options.name}",
+        f"--jobs={options.jobs}",
+        f"--single-jobs={options.single_jobs}",
+        f"--config={options.config}",
+        f"--latency-samples={options.latency_samples}",
+    ]
+    done = subprocess.run(arguments, cwd=tree, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"measuring {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measure(options: argparse.Namespace) -> dict:
+    """In the tree's code: one run of each figure (the tree's own bench.measures)."""
+    tree = os.environ["SQ_COMPARE_TREE"]
+    sys.path.insert(0, tree)
+    os.environ.update(SQ_BENCH_DB=options.db, SQ_BENCH_NAME=options.name)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    from bench import database
+
+    database.recreate()
+    import django
+
+    django.setup()
+    database.migrate()
+    import steady_queue
+    from bench import measures
+
+    if not steady_queue.__file__.startswith(tree):
+        raise SystemExit(f"imported {steady_queue.__file__}, not the tree {tree}")
+    plan = measures.Plan(
+        jobs=options.jobs,
+        dtdb_jobs=0,
+        repeat=1,
+        single_jobs=options.single_jobs,
+        bulk_batch=min(options.jobs, 10_000),
+        finished=0,
+        latency_samples=options.latency_samples,
+        configs=[options.config],
+    )
+    single = measures._rate(plan.single_jobs, lambda: measures._single(measures.noop, plan))
+    bulk = measures._rate(plan.jobs, lambda: measures._bulk(plan.jobs, plan.bulk_batch))
+    drain = measures._drain_ours(plan, options.config)
+    latencies, _ = measures._latencies_ours(plan, "1x3")
+    return {
+        "single enqueue, jobs/s": single,
+        "bulk enqueue, jobs/s": bulk,
+        "drain, jobs/s": drain,
+        "pickup latency p50, ms": measures._ms(latencies, 50),
+        "pickup latency p90, ms": measures._ms(latencies, 90),
+    }
+
+
+def _table(options: argparse.Namespace, runs: dict[str, list[dict]]) -> str:
+    old, new = options.old, options.new
+    lines = [
+        f"\n{options.db}, {os.cpu_count()} cores, {options.rounds} interleaved rounds, "
+        f"drain {options.jobs:,} jobs with {options.config}; medians\n",
+        f"| figure | {old} | {new} | new/old |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, higher in FIGURES.items():
+        before = statistics.median(run[name] for run in runs[old])
+        after = statistics.median(run[name] for run in runs[new])
+        ratio = after / before if before else float("nan")
+        better = "better" if (ratio > 1) == higher else "worse"
+        lines.append(f"| {name} | {before:,.1f} | {after:,.1f} | {ratio:.2f} ({better}) |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
