@@ -26,3 +26,9 @@ clear_finished_jobs_after: timedelta = timedelta(days=1)
 default_concurrency_control_period: timedelta = timedelta(minutes=3)
 # Database alias holding the queue tables (see steady_queue.routers).
 database: str = "default"
+# PostgreSQL: the alias whose connection workers and dispatchers LISTEN on for wake-ups.
+# None: the queue database's own, unless it disables prepared statements (the mark of
+# a transaction-mode pooler such as PgBouncer, where LISTEN misses notifications: then
+# processes poll). Behind a pooler, name an alias that connects to PostgreSQL directly.
+# False: never listen, always poll.
+listen_database: str | bool | None = None

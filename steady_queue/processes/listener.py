@@ -13,6 +13,7 @@ idle thread, and notifications that arrive together wake it once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import logging
 import os
@@ -21,6 +22,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
+
+from django.db import connections
+
+import steady_queue
 
 from .. import db
 from ..storage import notify
@@ -233,12 +238,37 @@ def _available() -> bool:
         import psycopg  # noqa: F401  (psycopg 3; with psycopg2 workers only poll)
     except ImportError:
         return False
-    return notify.is_available()
+    return notify.is_available() and listen_alias() is not None
+
+
+def listen_alias() -> str | None:
+    """The database alias to LISTEN on (``steady_queue.listen_database``); None: poll."""
+    chosen = steady_queue.listen_database
+    if chosen is False:
+        return None
+    if chosen:
+        return chosen
+    options = db.connection().settings_dict.get("OPTIONS", {})
+    if "prepare_threshold" in options and options["prepare_threshold"] is None:
+        _say_once(
+            "The queue database %r disables prepared statements, as behind a "
+            "transaction-mode pooler (PgBouncer), where LISTEN misses notifications: "
+            "processes poll. Set steady_queue.listen_database to the alias of a direct "
+            "connection to wake them at once.",
+            db.alias(),
+        )
+        return None
+    return db.alias()
+
+
+@functools.cache
+def _say_once(message: str, *args) -> None:
+    logger.info(message, *args)
 
 
 def _connect():
     import psycopg
 
-    params = db.connection().get_connection_params()
+    params = connections[listen_alias()].get_connection_params()
     params.pop("cursor_factory", None)
     return psycopg.Connection.connect(**KEEPALIVES, **params, autocommit=True)
