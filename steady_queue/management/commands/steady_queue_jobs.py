@@ -59,11 +59,15 @@ class Command(BaseCommand):
                 "Use discard for jobs that have not started.",
                 returncode=NOT_AVAILABLE,
             )
+        self.verbosity = options["verbosity"]
         try:
-            selection = _selection(options)
             if options["action"] == "list":
-                return self._list(selection, options["limit"])
+                return self._list(_selection(options), options["limit"])
             action = jobs.ACTIONS[options["action"]]
+            # retry and dispatch apply to one status: it need not be spelled out.
+            if options["status"] is None and len(action.statuses) == 1:
+                options["status"] = action.statuses[0]
+            selection = _selection(options)
             action.check(selection, options["action"])
         except SelectionError as exc:
             raise CommandError(str(exc)) from exc
