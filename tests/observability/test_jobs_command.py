@@ -142,3 +142,8 @@ def test_without_the_dashboard_the_action_runs_and_says_no_entry_was_written(fai
         "The dashboard app is not installed: no audit entry was written.",
     ]
     assert states()[failed[0]] == "ready"
+
+
+def test_a_batch_size_below_one_is_a_usage_error(failed):
+    with pytest.raises(CommandError, match="'0' is not a positive whole number"):
+        jobs("retry", "--yes", "--batch-size", "0")

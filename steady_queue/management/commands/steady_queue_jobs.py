@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.ops import audit, jobs
@@ -49,7 +51,10 @@ class Command(BaseCommand):
             "--limit", type=int, default=LIST_ROWS, help=f"Rows to list (default {LIST_ROWS})."
         )
         parser.add_argument(
-            "--batch-size", type=int, default=jobs.BATCH_SIZE, help="Jobs changed per transaction."
+            "--batch-size",
+            type=_positive,
+            default=jobs.BATCH_SIZE,
+            help="Jobs changed per transaction.",
         )
 
     def handle(self, *args, **options) -> None:
@@ -135,6 +140,12 @@ class Command(BaseCommand):
             self.stdout.write(_row(job))
         if rows:
             self.stdout.write(f"({len(rows)} shown, newest first)")
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number.")
+    return int(text)
 
 
 def _selection(options: dict) -> JobSelection:
