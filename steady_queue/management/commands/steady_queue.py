@@ -49,7 +49,6 @@ class Command(BaseCommand):
                 "settings.STEADY_QUEUE, e.g. myproject.queues.BACKGROUND_ONLY."
             ),
         )
-
         parser.add_argument(
             "--liveness-file",
             metavar="PATH",
