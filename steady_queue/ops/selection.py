@@ -67,9 +67,11 @@ class JobSelection:
             )
         return jobs
 
-    def describe(self) -> str:
-        """The selection in words, for output and the audit log's target."""
-        words = [f"{self.status} jobs" if self.status else "jobs"]
+    def describe(self, count: int | None = None) -> str:
+        """The selection in words (after ``count``, if given), for output and the audit log."""
+        noun = "job" if count == 1 else "jobs"
+        words = [] if count is None else [f"{count:,}"]
+        words.append(f"{self.status} {noun}" if self.status else noun)
         if self.ids:
             words.append("with id " + ", ".join(str(pk) for pk in self.ids))
         if self.tasks:

@@ -65,7 +65,7 @@ def test_retry_runs_in_batches_and_writes_an_audit_entry(failed):
 
 def test_error_filter_selects_failures_by_message(failed):
     result = jobs("retry", "--error", "disk", "--yes")
-    assert result.lines[0] == "1 failed jobs whose error contains 'disk' retried."
+    assert result.lines[0] == "1 failed job whose error contains 'disk' retried."
     assert states()[failed[3]] == "ready"
     assert [states()[pk] for pk in failed[:3]] == ["failed"] * 3
 
@@ -75,7 +75,7 @@ def test_older_than_compares_when_the_job_failed(failed):
         created_at=timezone.now() - timedelta(hours=2)
     )
     assert jobs("retry", "--older-than", "1h").lines[0] == (
-        "Dry run: would retry 1 failed jobs older than 1h."
+        "Dry run: would retry 1 failed job older than 1h."
     )
     jobs("retry", "--older-than", "1h", "--yes")
     assert [states()[pk] for pk in failed] == ["ready", "failed", "failed", "failed"]
@@ -86,7 +86,7 @@ def test_discard_needs_a_status_and_its_dry_run_changes_nothing(failed):
         jobs("discard")
     before = states()
     assert (
-        jobs("discard", "--status", "pending").lines[0] == "Dry run: would discard 1 pending jobs."
+        jobs("discard", "--status", "pending").lines[0] == "Dry run: would discard 1 pending job."
     )
     assert states() == before
 
@@ -104,7 +104,7 @@ def test_dispatch_makes_scheduled_jobs_ready(failed):
     before = states()
     jobs("dispatch", "--status", "scheduled")
     assert states() == before
-    assert jobs("dispatch", "--yes").lines[0] == "1 scheduled jobs dispatched."
+    assert jobs("dispatch", "--yes").lines[0] == "1 scheduled job dispatched."
     assert states()[scheduled] == "ready"
 
 

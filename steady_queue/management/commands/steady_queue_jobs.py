@@ -35,7 +35,13 @@ class Command(BaseCommand):
             "--queue", action="append", default=[], metavar="NAME", help="Queue (repeatable)."
         )
         parser.add_argument(
-            "--id", action="append", default=[], type=int, dest="ids", help="Job id (repeatable)."
+            "--id",
+            action="append",
+            default=[],
+            type=int,
+            dest="ids",
+            metavar="ID",
+            help="Job id (repeatable).",
         )
         parser.add_argument(
             "--older-than",
@@ -84,14 +90,16 @@ class Command(BaseCommand):
     def _list(self, selection: JobSelection, limit: int) -> None:
         matching = selection.jobs()
         count = matching[: COUNT_CAP + 1].count()
-        total = f"more than {COUNT_CAP:,}" if count > COUNT_CAP else f"{count:,}"
-        self.stdout.write(f"{total} {selection.describe()} match.")
+        if count > COUNT_CAP:
+            self.stdout.write(f"More than {selection.describe(COUNT_CAP)} match.")
+        else:
+            self.stdout.write(f"{selection.describe(count)} match{'es' if count == 1 else ''}.")
         self._rows(matching, limit)
 
     def _dry_run(self, name: str, selection: JobSelection) -> None:
         matching = selection.jobs()
         count = matching.count()
-        self.stdout.write(f"Dry run: would {name} {count:,} {selection.describe()}.")
+        self.stdout.write(f"Dry run: would {name} {selection.describe(count)}.")
         self._rows(matching, PREVIEW_ROWS)
         self.stdout.write(f"Nothing was changed. Run again with --yes to {name} them.")
 
@@ -107,12 +115,12 @@ class Command(BaseCommand):
             jobs.run(action, selection, batch_size=size, progress=progress)
         except Exception as exc:
             message = (
-                f"{done[0]:,} {selection.describe()} {action.past_tense}, then an error stopped "
+                f"{selection.describe(done[0])} {action.past_tense}, then an error stopped "
                 f"the action, leaving the others as they were: {type(exc).__name__}: {exc}"
             )
             self._audit(name, selection, done[0], False, message)
             raise CommandError(message) from exc
-        message = f"{done[0]:,} {selection.describe()} {action.past_tense}."
+        message = f"{selection.describe(done[0])} {action.past_tense}."
         self.stdout.write(message[0].upper() + message[1:])
         self._audit(name, selection, done[0], True, message)
 

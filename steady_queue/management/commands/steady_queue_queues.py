@@ -47,8 +47,9 @@ class Command(BaseCommand):
             self.stdout.write(f"Queue {queue.name} is already paused.")
             return
         if not really:
+            ready = f"{queue.size:,} ready job{'' if queue.size == 1 else 's'}"
             self.stdout.write(
-                f"Dry run: would pause queue {queue.name} ({queue.size:,} ready jobs): workers "
+                f"Dry run: would pause queue {queue.name} ({ready}): workers "
                 "would take no more jobs from it.\n"
                 "Nothing was changed. Run again with --yes to pause it."
             )
