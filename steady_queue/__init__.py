@@ -18,6 +18,9 @@ process_alive_threshold: timedelta = timedelta(minutes=5)
 shutdown_timeout: timedelta = timedelta(seconds=5)
 # Path of the supervisor's pidfile; None disables it.
 supervisor_pidfile: str | None = None
+# File the supervisor touches at every turn of its loop, for liveness probes; None: none.
+# ``manage.py steady_queue --liveness-file PATH`` sets it too.
+liveness_file: str | None = None
 # Keep finished jobs in the jobs table (needed for results and recurring uniqueness).
 preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().

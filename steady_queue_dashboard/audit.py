@@ -22,9 +22,25 @@ def record(
 ) -> AuditEntry:
     """Write who ran ``action`` on ``target``, and what came of it."""
     user = request.user
+    return record_as(
+        user.get_username(), action, target, outcome, user=user, link=link, details=details
+    )
+
+
+def record_as(
+    username: str,
+    action: str,
+    target: str,
+    outcome: Outcome,
+    *,
+    user=None,
+    link: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """Write an entry for an actor without a request: ``manage.py steady_queue_jobs``'s OS user."""
     return AuditEntry.objects.create(
         user=user,
-        username=user.get_username(),
+        username=username[:150],
         action=action,
         target=target[:500],
         affected=outcome.affected,

@@ -14,6 +14,7 @@ from functools import partial
 import steady_queue
 
 from ..configuration import Options, seconds
+from ..health.liveness import LivenessFile
 from ..models import Process
 from . import maintenance
 from .base import HANDLED_SIGNALS, Base
@@ -94,6 +95,8 @@ class Supervisor(Base):
         self.pidfile = Pidfile(steady_queue.supervisor_pidfile or "")
         if steady_queue.supervisor_pidfile:
             self.pidfile.setup()
+        self.liveness = LivenessFile(steady_queue.liveness_file)
+        self.liveness.touch()
         try:
             self.boot()
             if self.process is not None:
@@ -126,6 +129,7 @@ class Supervisor(Base):
             self._reap()
             self._start_due_restarts()
             self._maintain()
+            self.liveness.touch()
             self.interruptible_sleep(self._time_to_next_event())
 
     def shutdown(self) -> None:
@@ -138,6 +142,7 @@ class Supervisor(Base):
             self.run_hooks("stop")
             self._deregister_after_children()
         self.pidfile.delete()
+        self.liveness.delete()
         close_connections()
         logger.info("Stopped %s", self)
 

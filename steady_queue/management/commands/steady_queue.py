@@ -8,6 +8,7 @@ import sys
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
+import steady_queue
 from steady_queue import configuration
 from steady_queue.processes.pidfile import SupervisorAlreadyRunning
 from steady_queue.processes.supervisor import Supervisor
@@ -48,9 +49,20 @@ class Command(BaseCommand):
                 "settings.STEADY_QUEUE, e.g. myproject.queues.BACKGROUND_ONLY."
             ),
         )
+        parser.add_argument(
+            "--liveness-file",
+            metavar="PATH",
+            help=(
+                "Touch PATH at every turn of the supervisor's loop, for a liveness probe "
+                "(manage.py steady_queue_health --liveness PATH); default: "
+                "steady_queue.liveness_file."
+            ),
+        )
 
     def handle(self, *args, **options) -> None:
         _configure_logging(options["verbosity"])
+        if options["liveness_file"]:
+            steady_queue.liveness_file = options["liveness_file"]
         try:
             config = configuration.load(options["config"])
         except ImproperlyConfigured as exc:

@@ -1,0 +1,193 @@
+"""What is wrong with the queue right now: the one list the health command and view render.
+
+Each check reads what every machine recorded in the queue database (process rows and
+their heartbeats, ready jobs, pauses, recurring tasks), so one check covers a whole
+deployment. A handful of queries whatever the table sizes: the command runs as a
+probe and the view behind a load balancer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError
+from django.db.models import Min
+from django.utils import timezone
+
+import steady_queue
+
+from .. import configuration, db
+from ..checks_queues import polls
+
+# Processes read per check: far more than any deployment runs, so the query stays bounded.
+MAX_PROCESSES = 1000
+# Stale processes named one per line; the rest are counted in one more line.
+MAX_STALE_LINES = 10
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: a stable ``name`` for machines, a ``message`` for people."""
+
+    name: str
+    message: str
+    # What it is about (a queue name, a process kind), or "".
+    subject: str = ""
+
+    def public(self) -> dict[str, str]:
+        """What the health view shows: the problem's name and subject, never job data."""
+        return {"problem": self.name, "subject": self.subject}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HealthCheck:
+    """What to check: latency above ``max_latency`` (None: not checked), only ``queues``."""
+
+    max_latency: timedelta | None = None
+    queues: Sequence[str] = ()
+    # Dotted path of the Configuration.Options, as ``manage.py steady_queue --config``.
+    config: str | None = None
+
+    def problems(self) -> list[Problem]:
+        """Return every problem found, the database's unavailability alone if it is down."""
+        try:
+            options = configuration.load(self.config)
+        except ImproperlyConfigured as exc:
+            return [Problem("invalid_configuration", f"Invalid configuration: {exc}")]
+        try:
+            return self._problems(options)
+        except DatabaseError as exc:
+            return [
+                Problem(
+                    "database_unreachable",
+                    f"The queue database ({db.alias()!r}) is unreachable: {_first_line(exc)}",
+                )
+            ]
+
+    def _problems(self, options: configuration.Options) -> list[Problem]:
+        now = timezone.now()
+        processes = _processes()
+        live = [p for p in processes if p.alive(now)]
+        found = _missing_processes(options, live, self.queues)
+        found += _stale(processes, now)
+        if self.max_latency is not None:
+            found += _slow_queues(self.max_latency, self.queues, now)
+        if not any(p.kind == "Scheduler" for p in live) and _recurring_tasks_enabled():
+            found.append(
+                Problem(
+                    "no_scheduler",
+                    "No live scheduler, but recurring tasks are enabled: they are not enqueued.",
+                )
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    kind: str
+    name: str
+    hostname: str
+    pid: int
+    queues: tuple[str, ...]
+    last_heartbeat_at: datetime
+
+    def alive(self, now: datetime) -> bool:
+        return self.last_heartbeat_at >= now - steady_queue.process_alive_threshold
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} (pid {self.pid} on {self.hostname or 'unknown host'})"
+
+
+def _processes() -> list[ProcessRow]:
+    from ..models import Process
+
+    rows = Process.objects.order_by("pk").values_list(
+        "kind", "name", "hostname", "pid", "metadata", "last_heartbeat_at"
+    )
+    return [
+        ProcessRow(kind, name, hostname, pid, _queues_of(metadata), heartbeat)
+        for kind, name, hostname, pid, metadata, heartbeat in rows[:MAX_PROCESSES]
+    ]
+
+
+def _queues_of(metadata: object) -> tuple[str, ...]:
+    # Only workers record queues; a worker row without them is taken to poll all.
+    queues = metadata.get("queues", ["*"]) if isinstance(metadata, dict) else ["*"]
+    return tuple(q for q in queues if isinstance(q, str)) if isinstance(queues, list) else ("*",)
+
+
+def _missing_processes(
+    options: configuration.Options, live: list[ProcessRow], queues: Sequence[str]
+) -> list[Problem]:
+    workers, dispatchers = options.configured_workers, options.configured_dispatchers
+    found = []
+    if (workers or dispatchers) and not any(p.kind == "Supervisor" for p in live):
+        found.append(
+            Problem("no_supervisor", "No live supervisor: is manage.py steady_queue running?")
+        )
+    live_selectors = [p.queues for p in live if p.kind == "Worker"]
+    wanted = queues or [selector for worker in workers for selector in worker.queues]
+    for queue in dict.fromkeys(wanted):
+        if not any(polls(selectors, queue) for selectors in live_selectors):
+            found.append(
+                Problem("no_worker", f"No live worker takes jobs from queue {queue!r}.", queue)
+            )
+    if dispatchers and not any(p.kind == "Dispatcher" for p in live):
+        found.append(
+            Problem("no_dispatcher", "No live dispatcher: scheduled jobs and retries wait.")
+        )
+    return found
+
+
+def _stale(processes: list[ProcessRow], now: datetime) -> list[Problem]:
+    stale = [p for p in processes if not p.alive(now)]
+    found = [
+        Problem(
+            "stale_heartbeat",
+            f"{process} last sent a heartbeat {_seconds(now - process.last_heartbeat_at)} ago.",
+            process.kind,
+        )
+        for process in stale[:MAX_STALE_LINES]
+    ]
+    if len(stale) > MAX_STALE_LINES:
+        more = len(stale) - MAX_STALE_LINES
+        found.append(Problem("stale_heartbeat", f"{more} more processes have stale heartbeats."))
+    return found
+
+
+def _slow_queues(max_latency: timedelta, queues: Sequence[str], now: datetime) -> list[Problem]:
+    from ..models import Pause, ReadyExecution
+
+    # A paused queue waits because an operator asked it to: not a problem to page about.
+    ready = ReadyExecution.objects.exclude(queue_name__in=Pause.objects.values("queue_name"))
+    if queues:
+        ready = ready.filter(queue_name__in=queues)
+    oldest = ready.values("queue_name").annotate(oldest=Min("created_at")).order_by("queue_name")
+    return [
+        Problem(
+            "latency",
+            f"Queue {row['queue_name']!r}: the oldest ready job has waited "
+            f"{_seconds(now - row['oldest'])} (more than {_seconds(max_latency)}).",
+            row["queue_name"],
+        )
+        for row in oldest
+        if now - row["oldest"] > max_latency
+    ]
+
+
+def _recurring_tasks_enabled() -> bool:
+    from ..models import RecurringTask
+
+    return RecurringTask.objects.filter(enabled=True).exists()
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _seconds(delta: timedelta) -> str:
+    return f"{max(delta.total_seconds(), 0):.0f}s"

@@ -1,0 +1,174 @@
+"""``manage.py steady_queue_jobs``: list, retry, discard or dispatch jobs from the command line."""
+
+from __future__ import annotations
+
+import argparse
+
+from django.core.management.base import BaseCommand, CommandError
+
+from steady_queue.ops import audit, jobs
+from steady_queue.ops.durations import argument as duration
+from steady_queue.ops.selection import STATUSES, JobSelection, SelectionError
+
+# Rows a dry run shows of what it would change; rows ``list`` shows unless --limit.
+PREVIEW_ROWS = 10
+LIST_ROWS = 50
+# ``list`` counts up to this many matching jobs, then says "more than".
+COUNT_CAP = 10_000
+NOT_AVAILABLE = 2
+
+
+class Command(BaseCommand):
+    help = (
+        "List jobs, or retry, discard or dispatch them, a batch at a time, like the dashboard. "
+        "Actions are a dry run unless --yes: they print what would change and change nothing. "
+        "Real runs are written to the dashboard's audit log as the OS user."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("action", choices=["list", "retry", "discard", "cancel", "dispatch"])
+        parser.add_argument("--status", choices=list(STATUSES), help="Only jobs in this status.")
+        parser.add_argument(
+            "--task", action="append", default=[], metavar="PATH", help="Task path (repeatable)."
+        )
+        parser.add_argument(
+            "--queue", action="append", default=[], metavar="NAME", help="Queue (repeatable)."
+        )
+        parser.add_argument(
+            "--id",
+            action="append",
+            default=[],
+            type=int,
+            dest="ids",
+            metavar="ID",
+            help="Job id (repeatable).",
+        )
+        parser.add_argument(
+            "--older-than",
+            type=duration,
+            metavar="DURATION",
+            help='Only jobs that entered their status longer ago (e.g. "1h", "2d").',
+        )
+        parser.add_argument(
+            "--error", metavar="TEXT", help="Failed jobs whose error class or message has TEXT."
+        )
+        parser.add_argument("--yes", action="store_true", help="Really do it (default: dry run).")
+        parser.add_argument(
+            "--limit", type=int, default=LIST_ROWS, help=f"Rows to list (default {LIST_ROWS})."
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=_positive,
+            default=jobs.BATCH_SIZE,
+            help="Jobs changed per transaction.",
+        )
+
+    def handle(self, *args, **options) -> None:
+        if options["action"] == "cancel":
+            raise CommandError(
+                "cancel is not available yet: Steady Queue cannot cancel jobs so far. "
+                "Use discard for jobs that have not started.",
+                returncode=NOT_AVAILABLE,
+            )
+        self.verbosity = options["verbosity"]
+        try:
+            if options["action"] == "list":
+                return self._list(_selection(options), options["limit"])
+            action = jobs.ACTIONS[options["action"]]
+            # retry and dispatch apply to one status: it need not be spelled out.
+            if options["status"] is None and len(action.statuses) == 1:
+                options["status"] = action.statuses[0]
+            selection = _selection(options)
+            action.check(selection, options["action"])
+        except SelectionError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["yes"]:
+            self._run(options["action"], action, selection, options["batch_size"])
+        else:
+            self._dry_run(options["action"], selection)
+
+    def _list(self, selection: JobSelection, limit: int) -> None:
+        matching = selection.jobs()
+        count = matching[: COUNT_CAP + 1].count()
+        if count > COUNT_CAP:
+            self.stdout.write(f"More than {selection.describe(COUNT_CAP)} match.")
+        else:
+            self.stdout.write(f"{selection.describe(count)} match{'es' if count == 1 else ''}.")
+        self._rows(matching, limit)
+
+    def _dry_run(self, name: str, selection: JobSelection) -> None:
+        matching = selection.jobs()
+        count = matching.count()
+        self.stdout.write(f"Dry run: would {name} {selection.describe(count)}.")
+        self._rows(matching, PREVIEW_ROWS)
+        self.stdout.write(f"Nothing was changed. Run again with --yes to {name} them.")
+
+    def _run(self, name: str, action: jobs.Action, selection: JobSelection, size: int) -> None:
+        done = [0]
+
+        def progress(count: int) -> None:
+            done[0] = count
+            if self.verbosity >= 2:
+                self.stderr.write(f"{count:,} jobs {action.past_tense} so far")
+
+        try:
+            jobs.run(action, selection, batch_size=size, progress=progress)
+        except Exception as exc:
+            message = (
+                f"{selection.describe(done[0])} {action.past_tense}, then an error stopped "
+                f"the action, leaving the others as they were: {type(exc).__name__}: {exc}"
+            )
+            self._audit(name, selection, done[0], False, message)
+            raise CommandError(message) from exc
+        message = f"{selection.describe(done[0])} {action.past_tense}."
+        self.stdout.write(message[0].upper() + message[1:])
+        self._audit(name, selection, done[0], True, message)
+
+    def _audit(
+        self, name: str, selection: JobSelection, count: int, succeeded: bool, message: str
+    ) -> None:
+        link = audit.dashboard_link("job-list", selection.status) if selection.status else ""
+        written = audit.record(
+            f"{name} all",
+            selection.describe(),
+            affected=count,
+            succeeded=succeeded,
+            message=message,
+            details={"source": "manage.py steady_queue_jobs", **selection.filters()},
+            link=link,
+        )
+        if written:
+            self.stdout.write(f"Recorded in the audit log as {audit.actor()}.")
+        else:
+            self.stdout.write("The dashboard app is not installed: no audit entry was written.")
+
+    def _rows(self, matching, limit: int) -> None:
+        rows = list(matching.with_execution().order_by("-pk")[: max(limit, 0)])
+        for job in rows:
+            self.stdout.write(_row(job))
+        if rows:
+            self.stdout.write(f"({len(rows)} shown, newest first)")
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number.")
+    return int(text)
+
+
+def _selection(options: dict) -> JobSelection:
+    return JobSelection(
+        status=options["status"],
+        tasks=options["task"],
+        queues=options["queue"],
+        ids=options["ids"],
+        older_than=options["older_than"],
+        error=options["error"],
+    )
+
+
+def _row(job) -> str:
+    failed = getattr(job, "failed_execution", None) if job.finished_at is None else None
+    error = f"  {failed.exception_class}: {failed.message}"[:120] if failed else ""
+    enqueued = job.created_at.isoformat(timespec="seconds")
+    return f"{job.pk:>10}  {job.state:<9}  {job.queue_name:<12}  {job.task_path}  {enqueued}{error}"

@@ -1,0 +1,82 @@
+"""``manage.py steady_queue_queues``: list queues, pause or resume one."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from steady_queue.ops import audit
+from steady_queue.ops.queues import all_queues, exists
+from steady_queue.queue import Queue
+
+
+class Command(BaseCommand):
+    help = (
+        "List queues with their size, latency and state, or pause or resume one, like the "
+        "dashboard. pause is a dry run unless --yes. Real runs are written to the "
+        "dashboard's audit log as the OS user."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("action", choices=["list", "pause", "resume"])
+        parser.add_argument("name", nargs="?", help="The queue to pause or resume.")
+        parser.add_argument("--yes", action="store_true", help="Really pause (default: dry run).")
+
+    def handle(self, *args, **options) -> None:
+        action, name = options["action"], options["name"]
+        if action == "list":
+            return self._list()
+        if not name:
+            raise CommandError(f"{action} needs the name of a queue.")
+        if not exists(name):
+            raise CommandError(f"No queue named {name!r}: it is not configured, paused or used.")
+        queue = Queue(name)
+        if action == "pause":
+            self._pause(queue, options["yes"])
+        else:
+            self._resume(queue)
+
+    def _list(self) -> None:
+        self.stdout.write(f"{'QUEUE':<24} {'READY':>9} {'LATENCY':>9}  STATE")
+        for queue in all_queues():
+            latency = f"{queue.latency.total_seconds():.0f}s" if queue.latency else "-"
+            state = "paused" if queue.is_paused else "running"
+            self.stdout.write(f"{queue.name:<24} {queue.size:>9,} {latency:>9}  {state}")
+
+    def _pause(self, queue: Queue, really: bool) -> None:
+        if queue.is_paused:
+            self.stdout.write(f"Queue {queue.name} is already paused.")
+            return
+        if not really:
+            ready = f"{queue.size:,} ready job{'' if queue.size == 1 else 's'}"
+            self.stdout.write(
+                f"Dry run: would pause queue {queue.name} ({ready}): workers "
+                "would take no more jobs from it.\n"
+                "Nothing was changed. Run again with --yes to pause it."
+            )
+            return
+        queue.pause()
+        message = f"Queue {queue.name} is paused: workers take no more jobs from it."
+        self._done("pause", queue, message)
+
+    def _resume(self, queue: Queue) -> None:
+        if not queue.is_paused:
+            self.stdout.write(f"Queue {queue.name} is not paused.")
+            return
+        queue.resume()
+        self._done("resume", queue, f"Queue {queue.name} is running again.")
+
+    def _done(self, action: str, queue: Queue, message: str) -> None:
+        self.stdout.write(message)
+        written = audit.record(
+            action,
+            f"queue {queue.name}",
+            affected=1,
+            succeeded=True,
+            message=message,
+            details={"source": "manage.py steady_queue_queues"},
+            link=audit.dashboard_link("queue-detail", queue.name),
+        )
+        if written:
+            self.stdout.write(f"Recorded in the audit log as {audit.actor()}.")
+        else:
+            self.stdout.write("The dashboard app is not installed: no audit entry was written.")

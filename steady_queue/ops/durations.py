@@ -1,0 +1,34 @@
+"""Durations as operators type them on a command line: ``90``, ``90s``, ``5m``, ``1h``, ``2d``."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> timedelta:
+    """Return ``text`` (seconds, or a number with s, m, h or d) as a timedelta.
+
+    Raise ValueError, saying what is accepted, for anything else (also for negatives).
+    """
+    match = DURATION.fullmatch(text)
+    if match is None:
+        raise ValueError(
+            f"{text!r} is not a duration: use seconds or a number with s, m, h or d "
+            '(e.g. "90", "5m", "1h", "2d").'
+        )
+    number, unit = match.groups()
+    return timedelta(seconds=float(number) * UNITS[(unit or "s").lower()])
+
+
+def argument(text: str) -> timedelta:
+    """``parse_duration`` for argparse: a bad value becomes a usage error, not a traceback."""
+    import argparse
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc

@@ -1,0 +1,60 @@
+"""Bulk job actions for the command line, through the engine's operations API.
+
+The same calls the dashboard makes (``retry_all``, ``discard_all``,
+``dispatch_all_now``), a batch of ids at a time: each batch commits before the next
+starts, so an error part-way leaves the earlier batches done and the count says how many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .selection import JobSelection, SelectionError, id_batches
+
+BATCH_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Action:
+    """A bulk action: the queryset method running it and the statuses it applies to."""
+
+    method: str
+    statuses: tuple[str, ...]
+    past_tense: str
+
+    def check(self, selection: JobSelection, name: str) -> None:
+        """Raise SelectionError unless ``selection`` names one status this action applies to."""
+        if selection.status not in self.statuses:
+            raise SelectionError(
+                f"{name} applies to {' or '.join(self.statuses)} jobs: "
+                f"choose with --status {'|'.join(self.statuses)}."
+            )
+
+
+ACTIONS = {
+    "retry": Action("retry_all", ("failed",), "retried"),
+    "discard": Action("discard_all", ("pending", "scheduled", "blocked", "failed"), "discarded"),
+    "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
+}
+
+
+def run(
+    action: Action,
+    selection: JobSelection,
+    *,
+    batch_size: int = BATCH_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Run ``action`` on the selected jobs, a batch at a time; return how many it changed.
+
+    Each batch is selected again with the filters, so a job that changed status since
+    it was counted is left alone.
+    """
+    jobs = selection.jobs()
+    done = 0
+    for ids in id_batches(jobs, batch_size):
+        done += getattr(jobs.filter(pk__in=ids), action.method)(batch_size=batch_size)
+        if progress is not None:
+            progress(done)
+    return done
