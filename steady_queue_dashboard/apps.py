@@ -8,4 +8,6 @@ class SteadyQueueDashboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401 - registers the dashboard's system checks
+        # Registers the dashboard's system checks, and the receiver that writes the
+        # command line's operations into the audit log.
+        from . import audit, checks  # noqa: F401

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.dispatch import receiver
 from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+
+from steady_queue.ops.audit import operation_performed
 
 from . import adapter
 from .adapter import Outcome
@@ -49,6 +53,22 @@ def record_as(
         link=link[:500],
         details=details or {},
     )
+
+
+@receiver(operation_performed, dispatch_uid="steady_queue_dashboard.audit.operations")
+def record_operation(
+    sender, *, actor, action, target, affected, succeeded, message, details, link_to, **kwargs
+) -> bool:
+    """Record what ``manage.py steady_queue_jobs``/``steady_queue_queues`` did, as the OS user."""
+    link = ""
+    if link_to:
+        try:
+            link = reverse(f"steady_queue_dashboard:{link_to[0]}", args=link_to[1:])
+        except NoReverseMatch:  # the dashboard's URLs are not mounted in this project
+            link = ""
+    outcome = Outcome(succeeded, message, affected)
+    record_as(actor, action, target, outcome, link=link, details=details)
+    return True
 
 
 def job_details(job) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""Entries in the dashboard's audit log for actions run from the command line.
+"""Entries in the audit log for actions run from the command line.
 
 The actor is the operating system's user (``os:alice``): a command has no Django user.
-Without the dashboard app there is no audit log; the commands say so and go on.
+The engine keeps no audit log of its own: it announces each operation with
+``operation_performed``, and the dashboard (whose audit log it is) records it. Without
+the dashboard nobody listens; the commands say so and go on.
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ import getpass
 import os
 from typing import Any
 
-from django.apps import apps
+from django.dispatch import Signal
 
-DASHBOARD = "steady_queue_dashboard"
+#: Sent after each operation a command ran for real, with ``actor``, ``action``,
+#: ``target``, ``affected``, ``succeeded``, ``message``, ``details`` and ``link_to``
+#: (the name and arguments of the dashboard page of what was acted on). A receiver
+#: returns True when it recorded the entry.
+operation_performed = Signal()
 
 
 def available() -> bool:
-    """Whether the dashboard, and so its audit log, is installed."""
-    return apps.is_installed(DASHBOARD)
+    """Whether an audit log listens (the dashboard app is installed)."""
+    return operation_performed.has_listeners()
 
 
 def actor() -> str:
@@ -36,24 +42,18 @@ def record(
     succeeded: bool,
     message: str,
     details: dict[str, Any],
-    link: str = "",
+    link_to: tuple[str, ...] = (),
 ) -> bool:
-    """Write an entry when the dashboard is installed; return whether one was written."""
-    if not available():
-        return False
-    from steady_queue_dashboard.adapter import Outcome
-    from steady_queue_dashboard.audit import record_as
-
-    outcome = Outcome(succeeded, message, affected)
-    record_as(actor(), action, target, outcome, link=link, details=details)
-    return True
-
-
-def dashboard_link(name: str, *args: str) -> str:
-    """The dashboard page of what was acted on, or "" where its URLs are not mounted."""
-    from django.urls import NoReverseMatch, reverse
-
-    try:
-        return reverse(f"{DASHBOARD}:{name}", args=args)
-    except NoReverseMatch:
-        return ""
+    """Announce the operation to the audit log; return whether an entry was written."""
+    responses = operation_performed.send(
+        None,
+        actor=actor(),
+        action=action,
+        target=target,
+        affected=affected,
+        succeeded=succeeded,
+        message=message,
+        details=details,
+        link_to=link_to,
+    )
+    return any(written is True for _, written in responses)

@@ -134,14 +134,26 @@ def test_list_counts_and_shows_newest_first(failed):
     assert result.lines[-1] == "(2 shown, newest first)"
 
 
-def test_without_the_dashboard_the_action_runs_and_says_no_entry_was_written(failed, settings):
-    settings.INSTALLED_APPS = [a for a in settings.INSTALLED_APPS if a != "steady_queue_dashboard"]
+@pytest.fixture
+def no_audit_log():
+    """As without the dashboard app: nobody records the command line's operations."""
+    from steady_queue.ops.audit import operation_performed
+    from steady_queue_dashboard.audit import record_operation
+
+    uid = "steady_queue_dashboard.audit.operations"
+    operation_performed.disconnect(dispatch_uid=uid)
+    yield
+    operation_performed.connect(record_operation, dispatch_uid=uid)
+
+
+def test_without_the_dashboard_the_action_runs_and_says_no_entry_was_written(failed, no_audit_log):
     result = jobs("retry", "--yes")
     assert result.lines == [
         "4 failed jobs retried.",
         "The dashboard app is not installed: no audit entry was written.",
     ]
     assert states()[failed[0]] == "ready"
+    assert not AuditEntry.objects.exists()
 
 
 def test_a_batch_size_below_one_is_a_usage_error(failed):

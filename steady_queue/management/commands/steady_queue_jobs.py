@@ -127,7 +127,7 @@ class Command(BaseCommand):
     def _audit(
         self, name: str, selection: JobSelection, count: int, succeeded: bool, message: str
     ) -> None:
-        link = audit.dashboard_link("job-list", selection.status) if selection.status else ""
+        link_to = ("job-list", selection.status) if selection.status else ()
         written = audit.record(
             f"{name} all",
             selection.describe(),
@@ -135,7 +135,7 @@ class Command(BaseCommand):
             succeeded=succeeded,
             message=message,
             details={"source": "manage.py steady_queue_jobs", **selection.filters()},
-            link=link,
+            link_to=link_to,
         )
         if written:
             self.stdout.write(f"Recorded in the audit log as {audit.actor()}.")

@@ -74,7 +74,7 @@ class Command(BaseCommand):
             succeeded=True,
             message=message,
             details={"source": "manage.py steady_queue_queues"},
-            link=audit.dashboard_link("queue-detail", queue.name),
+            link_to=("queue-detail", queue.name),
         )
         if written:
             self.stdout.write(f"Recorded in the audit log as {audit.actor()}.")
