@@ -60,7 +60,7 @@ class SteadyQueueBackend(BaseTaskBackend):
         from .results import result_for
 
         try:
-            job = Job.objects.using(db.alias()).with_execution().get(pk=int(result_id))
+            job = Job.objects.with_execution().get(pk=int(result_id))
         except (ValueError, TypeError, Job.DoesNotExist) as exc:
             raise TaskResultDoesNotExist(result_id) from exc
         return result_for(job)

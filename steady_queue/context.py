@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from . import db
 from .compat import TaskContext
 from .exceptions import RescheduleJob
 
@@ -46,7 +45,7 @@ def report_progress(context: TaskContext, current: int, total: int, message: str
     if not 0 <= current <= total:
         raise ValueError(f"report_progress() needs 0 <= current <= total, not {current}/{total}.")
     progress = {"current": current, "total": total, "message": message}
-    Job.objects.using(db.alias()).filter(pk=int(context.task_result.id)).update(progress=progress)
+    Job.objects.filter(pk=int(context.task_result.id)).update(progress=progress)
 
 
 areport_progress = sync_to_async(report_progress)

@@ -25,13 +25,12 @@ class Queue:
         from .models import Pause, ReadyExecution
 
         stats = (
-            ReadyExecution.objects.using(db.alias())
-            .values("queue_name")
+            ReadyExecution.objects.values("queue_name")
             .annotate(size=Count("pk"), oldest=Min("created_at"))
             .order_by()
         )
         by_name = {row["queue_name"]: row for row in stats}
-        paused = set(Pause.objects.using(db.alias()).values_list("queue_name", flat=True))
+        paused = set(Pause.objects.values_list("queue_name", flat=True))
         return [
             cls._loaded(name, by_name.get(name), name in paused)
             for name in sorted(by_name.keys() | paused)
@@ -43,7 +42,7 @@ class Queue:
 
         try:
             with db.atomic():
-                Pause.objects.using(db.alias()).create(queue_name=self.name)
+                Pause.objects.create(queue_name=self.name)
         except IntegrityError:  # already paused
             pass
         self._loaded.pop("is_paused", None)
@@ -97,9 +96,9 @@ class Queue:
     def _ready(self):
         from .models import ReadyExecution
 
-        return ReadyExecution.objects.using(db.alias()).filter(queue_name=self.name)
+        return ReadyExecution.objects.filter(queue_name=self.name)
 
     def _pauses(self):
         from .models import Pause
 
-        return Pause.objects.using(db.alias()).filter(queue_name=self.name)
+        return Pause.objects.filter(queue_name=self.name)

@@ -14,7 +14,6 @@ from datetime import datetime
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from . import db
 from .recurring_task import discover
 
 logger = logging.getLogger("steady_queue.scheduler")
@@ -49,7 +48,7 @@ class RecurringSchedule:
         from .models import RecurringTask
 
         now = self.clock()
-        fresh = {task.key: task for task in RecurringTask.objects.using(db.alias()).enabled()}
+        fresh = {task.key: task for task in RecurringTask.objects.enabled()}
         tasks, checked, next_runs = {}, {}, {}
         for key, task in fresh.items():
             known = self.tasks.get(key)

@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from steady_queue import db
 from steady_queue.models import FailedExecution
 
 # Groups are built from the latest failures only: one indexed read, whatever the backlog.
@@ -74,9 +73,9 @@ class Groups:
 def error_groups(limit: int = SCAN_LIMIT) -> Groups:
     """Group the latest ``limit`` failures, largest group first, in one query."""
     rows = list(
-        FailedExecution.objects.using(db.alias())
-        .order_by("-created_at", "job_id")
-        .values_list("job_id", "exception_class", "message", "created_at")[: limit + 1]
+        FailedExecution.objects.order_by("-created_at", "job_id").values_list(
+            "job_id", "exception_class", "message", "created_at"
+        )[: limit + 1]
     )
     groups: dict[str, ErrorGroup] = {}
     for job_id, exception_class, message, created_at in rows[:limit]:
@@ -95,10 +94,8 @@ def error_groups(limit: int = SCAN_LIMIT) -> Groups:
 
 def members(key: str, job_ids: list[int]) -> tuple[list[int], str]:
     """Return those of ``job_ids`` still failed with an error of group ``key``, and the error."""
-    rows = (
-        FailedExecution.objects.using(db.alias())
-        .filter(job_id__in=job_ids)
-        .values_list("job_id", "exception_class", "message")
+    rows = FailedExecution.objects.filter(job_id__in=job_ids).values_list(
+        "job_id", "exception_class", "message"
     )
     found = [
         (job_id, cls, message) for job_id, cls, message in rows if signature(cls, message) == key

@@ -139,7 +139,7 @@ class JobFilter(django_filters.FilterSet):
         value = value.strip()
         # A full path (a clicked task link) walks the task index; otherwise operators type
         # the short name they know, and a substring finds it (charge_card, tasks.charge).
-        if queryset.model.objects.using(queryset.db).filter(task_path=value).exists():
+        if queryset.model.objects.filter(task_path=value).exists():
             return queryset.filter(task_path=value)
         return queryset.filter(task_path__icontains=value)
 

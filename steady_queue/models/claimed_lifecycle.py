@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 from django.dispatch import Signal
 
-from .. import db
 from .claimed_finish import ClaimedFinish, Failure, Release
 
 if TYPE_CHECKING:
@@ -30,8 +29,8 @@ class ClaimedLifecycle(ClaimedFinish):
         """Claims whose process row is gone: it exited or was pruned without finishing them."""
         from .process import Process
 
-        claims = cls.objects.using(db.alias()).filter(process_id__isnull=False)
-        return claims.exclude(process_id__in=Process.objects.using(db.alias()).values("pk"))
+        claims = cls.objects.filter(process_id__isnull=False)
+        return claims.exclude(process_id__in=Process.objects.values("pk"))
 
     @classmethod
     def release_all(cls, claims: QuerySet) -> int:
@@ -54,7 +53,7 @@ class ClaimedLifecycle(ClaimedFinish):
         claims = cls._with_jobs(claims)
         # Not a join: a filter on process_id would turn it into an inner join, and the
         # claims of a process whose row is gone would vanish from the result.
-        processes = Process.objects.using(db.alias()).filter(pk__in={c.process_id for c in claims})
+        processes = Process.objects.filter(pk__in={c.process_id for c in claims})
         names = dict(processes.values_list("pk", "name"))
         failed = []
         for claim in claims:
@@ -69,7 +68,7 @@ class ClaimedLifecycle(ClaimedFinish):
     def _with_jobs(cls, claims: QuerySet) -> list[ClaimedLifecycle]:
         from .job_executable import EXECUTION_RELATIONS
 
-        claims = list(claims.using(db.alias()).select_related("job").order_by("job_id"))
+        claims = list(claims.select_related("job").order_by("job_id"))
         for claim in claims:
             claim.job._state.fields_cache.update(dict.fromkeys(EXECUTION_RELATIONS))
             claim.job._state.fields_cache["claimed_execution"] = claim

@@ -7,8 +7,6 @@ from django.utils import timezone
 
 import steady_queue
 
-from .. import db
-
 
 class ClearableQuerySet(models.QuerySet):
     def clear_finished_in_batches(
@@ -20,11 +18,11 @@ class ClearableQuerySet(models.QuerySet):
     ) -> int:
         """Delete finished jobs older than ``clear_finished_jobs_after``, a batch at a time."""
         cutoff = finished_before or timezone.now() - steady_queue.clear_finished_jobs_after
-        finished = self.using(db.alias()).filter(finished_at__lt=cutoff)
+        finished = self.filter(finished_at__lt=cutoff)
         if task_path:
             finished = finished.filter(task_path=task_path)
         deleted = 0
         while ids := list(finished.values_list("pk", flat=True)[:batch_size]):
-            self.model.objects.using(db.alias()).filter(pk__in=ids).delete()
+            self.model.objects.filter(pk__in=ids).delete()
             deleted += len(ids)
         return deleted

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from .. import concurrency, db
+from .. import concurrency
 
 
 class ConcurrencyControls:
@@ -35,14 +35,14 @@ class ConcurrencyControls:
     def handle_concurrency_conflict(self) -> None:
         limit = self.concurrency_limit
         if limit is not None and limit.on_conflict == "discard":
-            type(self).objects.using(db.alias()).filter(pk=self.pk).delete()
+            type(self).objects.filter(pk=self.pk).delete()
         else:
             self.block()
 
     def block(self) -> None:
         from .execution import BlockedExecution
 
-        BlockedExecution.objects.using(db.alias()).create(
+        BlockedExecution.objects.create(
             job=self,
             queue_name=self.queue_name,
             priority=self.priority,

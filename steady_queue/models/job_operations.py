@@ -43,7 +43,7 @@ class Operations:
         from .semaphore import Semaphore
 
         with db.atomic():
-            blocked = db.lock(BlockedExecution.objects.filter(job_id=self.pk)).first()
+            blocked = BlockedExecution.objects.filter(job_id=self.pk).locked().first()
             if blocked is None:
                 raise JobStateError(
                     f"Job {self.pk} is {state_of(self)}: only blocked jobs can be released."
@@ -78,7 +78,7 @@ class OperationsQuerySet(models.QuerySet):
         dispatched = 0
         while True:
             with db.atomic():
-                locked = db.lock(scheduled.order_by("job_id"))
+                locked = scheduled.order_by("job_id").locked()
                 ids = list(locked.values_list("job_id", flat=True)[:batch_size])
                 if not ids:
                     return dispatched
@@ -87,7 +87,7 @@ class OperationsQuerySet(models.QuerySet):
 
 def _executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:
     model = jobs.model._meta.get_field(relation).related_model
-    return model.objects.using(db.alias()).filter(job__in=jobs.values("pk"))
+    return model.objects.filter(job__in=jobs.values("pk"))
 
 
 def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
@@ -95,11 +95,11 @@ def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
     from .job import Job
 
     with db.atomic():
-        locked = db.lock(executions.order_by("job_id"))
+        locked = executions.order_by("job_id").locked()
         ids = list(locked.values_list("job_id", flat=True)[:batch_size])
         if not ids:
             return 0
-        jobs = Job.objects.using(db.alias()).filter(pk__in=ids)
+        jobs = Job.objects.filter(pk__in=ids)
         # Only a ready job holds a semaphore slot (blocked ones wait, failed ones gave it back).
         held = _semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
         _delete_jobs(executions.model, ids)
@@ -113,9 +113,10 @@ def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
 
     # The locked execution row is each job's only one, so three plain DELETEs do what
     # Django's cascading delete would do with a SELECT of whole jobs and a DELETE per table.
-    execution_model.objects.using(db.alias()).filter(job_id__in=ids).delete()
-    RecurringExecution.objects.using(db.alias()).filter(job_id__in=ids).delete()
-    Job.objects.filter(pk__in=ids)._raw_delete(db.alias())
+    execution_model.objects.filter(job_id__in=ids).delete()
+    RecurringExecution.objects.filter(job_id__in=ids).delete()
+    jobs = Job.objects.filter(pk__in=ids)
+    jobs._raw_delete(jobs.db)
 
 
 def _semaphores_held(jobs: models.QuerySet) -> Counter:

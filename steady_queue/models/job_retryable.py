@@ -30,9 +30,7 @@ class Retryable:
     def fail(self, error: dict) -> None:
         from .execution import FailedExecution
 
-        self._state.fields_cache["failed_execution"] = FailedExecution.objects.using(
-            db.alias()
-        ).create(
+        self._state.fields_cache["failed_execution"] = FailedExecution.objects.create(
             job=self,
             exception_class=error["exception_class"],
             message=error["message"],
@@ -45,9 +43,9 @@ class Retryable:
 
         self.scheduled_at = run_at
         self.save(update_fields=["scheduled_at", "updated_at"])
-        self._state.fields_cache["scheduled_execution"] = ScheduledExecution.objects.using(
-            db.alias()
-        ).create(job=self, queue_name=self.queue_name, priority=self.priority, scheduled_at=run_at)
+        self._state.fields_cache["scheduled_execution"] = ScheduledExecution.objects.create(
+            job=self, queue_name=self.queue_name, priority=self.priority, scheduled_at=run_at
+        )
 
     def retry(self) -> None:
         """Queue this failed job again; it keeps its id, attempts and errors."""
@@ -63,7 +61,7 @@ class RetryableQuerySet(models.QuerySet):
         """Queue every failed job of this queryset again, a batch at a time; return how many."""
         from .execution import FailedExecution
 
-        failed = FailedExecution.objects.using(db.alias()).filter(job__in=self.values("pk"))
+        failed = FailedExecution.objects.filter(job__in=self.values("pk"))
         retried = 0
         while batch := _retry_batch(failed, batch_size):
             retried += batch
@@ -74,17 +72,17 @@ def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
     from .job import Job
 
     with db.atomic():
-        ids = list(db.lock(failed.order_by("job_id")).values_list("job_id", flat=True)[:batch_size])
+        ids = list(failed.order_by("job_id").locked().values_list("job_id", flat=True)[:batch_size])
         if not ids:
             return 0
-        failed.model.objects.using(db.alias()).filter(job_id__in=ids).delete()
-        Job.prepare_all_for_execution(Job.objects.using(db.alias()).filter(pk__in=ids))
+        failed.model.objects.filter(job_id__in=ids).delete()
+        Job.prepare_all_for_execution(Job.objects.filter(pk__in=ids))
     return len(ids)
 
 
 def state_of(job: Job) -> str:
     """Describe where ``job`` is now, read afresh from the database."""
-    fresh = type(job).objects.using(db.alias()).with_execution().filter(pk=job.pk).first()
+    fresh = type(job).objects.with_execution().filter(pk=job.pk).first()
     if fresh is None:
         return "deleted"
     return "running" if fresh.state == "claimed" else fresh.state

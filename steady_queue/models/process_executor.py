@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from .. import db
-
 
 class Executor:
     def fail_all_claimed_executions_with(self, exc: BaseException) -> int:
@@ -21,4 +19,4 @@ class Executor:
     def _claims(self):
         from .execution import ClaimedExecution
 
-        return ClaimedExecution.objects.using(db.alias()).filter(process_id=self.pk)
+        return ClaimedExecution.objects.filter(process_id=self.pk)

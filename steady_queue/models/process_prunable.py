@@ -26,7 +26,7 @@ class Prunable:
     def prunable(cls) -> QuerySet:
         """Processes whose last heartbeat is older than ``process_alive_threshold``."""
         cutoff = timezone.now() - steady_queue.process_alive_threshold
-        return cls.objects.using(db.alias()).filter(last_heartbeat_at__lte=cutoff)
+        return cls.objects.filter(last_heartbeat_at__lte=cutoff)
 
     @classmethod
     def prune(cls, excluding: Process | None = None) -> int:
@@ -41,14 +41,14 @@ class Prunable:
     def _prune_one(cls, pk: int) -> bool:
         with db.atomic():
             # Skip a row another supervisor is pruning right now.
-            process = db.lock(cls.prunable().filter(pk=pk)).first()
+            process = cls.prunable().filter(pk=pk).locked().first()
             if process is None:
                 return False
             logger.info(
                 "Pruning %s: no heartbeat since %s", process, process.last_heartbeat_at.isoformat()
             )
             process.fail_all_claimed_executions_with(process.pruned_error())
-            cls.objects.using(db.alias()).filter(pk=pk).delete()
+            cls.objects.filter(pk=pk).delete()
         return True
 
     def pruned_error(self) -> ProcessPrunedError:

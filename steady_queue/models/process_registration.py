@@ -18,13 +18,11 @@ class Registration:
     def register(cls, **attributes) -> Process:
         """Insert the row of a starting process."""
         now = timezone.now()
-        return cls.objects.using(db.alias()).create(
-            last_heartbeat_at=now, created_at=now, **attributes
-        )
+        return cls.objects.create(last_heartbeat_at=now, created_at=now, **attributes)
 
     def heartbeat(self) -> bool:
         """Record that this process is alive; False when its row is gone (it was pruned)."""
-        rows = type(self).objects.using(db.alias()).filter(pk=self.pk)
+        rows = type(self).objects.filter(pk=self.pk)
         return rows.update(last_heartbeat_at=timezone.now()) > 0
 
     def row_exists(self) -> Exists:
@@ -35,7 +33,7 @@ class Registration:
         worker then asks before starting the job (Heartbeat.confirm), and that heartbeat
         waits for the prune's lock on the row: it finds no row and starts nothing.
         """
-        return Exists(type(self).objects.using(db.alias()).filter(pk=self.pk))
+        return Exists(type(self).objects.filter(pk=self.pk))
 
     def deregister(self, *, release_claims: bool = True) -> None:
         """Remove this process's row; its unfinished claimed jobs go back to ready.
@@ -46,4 +44,4 @@ class Registration:
         with db.atomic():
             if release_claims:
                 self.release_all_claimed_executions()
-            type(self).objects.using(db.alias()).filter(pk=self.pk).delete()
+            type(self).objects.filter(pk=self.pk).delete()

@@ -46,9 +46,9 @@ class RecurringTaskQuerySet(QueueQuerySet):
         """Make the static rows match the tasks declared in code; keep ``enabled`` as is."""
         rows = {r.key: self.model.from_recurrence(r) for r in recurrences}
         with db.atomic():
-            self.using(db.alias()).static().exclude(key__in=rows).delete()
+            self.static().exclude(key__in=rows).delete()
             if rows:
-                self.using(db.alias()).bulk_create(rows.values(), **_upsert_options())
+                self.bulk_create(rows.values(), **_upsert_options())
 
 
 class Schedulable:
@@ -149,7 +149,7 @@ class Schedulable:
     def executions(self) -> models.QuerySet:
         from .recurring import RecurringExecution
 
-        return RecurringExecution.objects.using(db.alias()).filter(task_key=self.key)
+        return RecurringExecution.objects.filter(task_key=self.key)
 
     def _enqueue_run(self, run_at: datetime, *, scheduled: bool) -> Job | None:
         task = self.task()
@@ -175,7 +175,7 @@ class Schedulable:
         one task take turns; the loser sees the winner's run and backs off.
         """
         later = Q(last_enqueued_run_at__isnull=True) | Q(last_enqueued_run_at__lt=run_at)
-        rows = type(self).objects.using(db.alias()).filter(later, pk=self.pk)
+        rows = type(self).objects.filter(later, pk=self.pk)
         return rows.update(last_enqueued_run_at=run_at) == 1
 
     def _enqueue_job(self, task: Task, backend, args: list, kwargs: dict) -> Job:
@@ -187,9 +187,7 @@ class Schedulable:
 
     def _set_enabled(self, enabled: bool) -> None:
         self.enabled = enabled
-        type(self).objects.using(db.alias()).filter(pk=self.pk).update(
-            enabled=enabled, updated_at=timezone.now()
-        )
+        type(self).objects.filter(pk=self.pk).update(enabled=enabled, updated_at=timezone.now())
 
 
 def _upsert_options() -> dict:

@@ -36,7 +36,7 @@ class Semaphore(QueueModel):
 
     @classmethod
     def _wait(cls, key: str, limit: ConcurrencyLimit) -> bool:
-        semaphore = cls.objects.using(db.alias()).filter(key=key).first()
+        semaphore = cls.objects.filter(key=key).first()
         if semaphore is None:
             return cls._attempt_creation(key, limit)
         return semaphore.value > 0 and cls._attempt_decrement(key, limit)
@@ -52,7 +52,7 @@ class Semaphore(QueueModel):
 
     @classmethod
     def _take_over_limit(cls, key: str, limit: ConcurrencyLimit) -> None:
-        rows = cls.objects.using(db.alias()).filter(key=key)
+        rows = cls.objects.filter(key=key)
         taken = {"value": F("value") - 1, "expires_at": timezone.now() + limit.expires_in}
         if rows.update(**taken) == 0 and not cls._attempt_creation(key, limit):
             rows.update(**taken)  # another job created it first, and took its last slot
@@ -60,30 +60,26 @@ class Semaphore(QueueModel):
     @classmethod
     def signal(cls, key: str, limit: ConcurrencyLimit, count: int = 1) -> bool:
         """Give back ``count`` slots of ``key``, never above ``limit.to``."""
-        updated = (
-            cls.objects.using(db.alias())
-            .filter(key=key, value__lt=limit.to)
-            .update(
-                value=Least(F("value") + count, Value(limit.to)),
-                expires_at=timezone.now() + limit.expires_in,
-            )
+        updated = cls.objects.filter(key=key, value__lt=limit.to).update(
+            value=Least(F("value") + count, Value(limit.to)),
+            expires_at=timezone.now() + limit.expires_in,
         )
         return updated > 0
 
     @classmethod
     def expire_in_batches(cls, batch_size: int) -> int:
         """Delete semaphores whose holders never signalled within their duration."""
-        expired = cls.objects.using(db.alias()).filter(expires_at__lt=timezone.now())
+        expired = cls.objects.filter(expires_at__lt=timezone.now())
         deleted = 0
         while ids := list(expired.order_by("expires_at").values_list("pk", flat=True)[:batch_size]):
-            deleted += cls.objects.using(db.alias()).filter(pk__in=ids).delete()[0]
+            deleted += cls.objects.filter(pk__in=ids).delete()[0]
         return deleted
 
     @classmethod
     def _attempt_creation(cls, key: str, limit: ConcurrencyLimit) -> bool:
         try:
             with db.atomic():
-                cls.objects.using(db.alias()).create(
+                cls.objects.create(
                     key=key, value=limit.to - 1, expires_at=timezone.now() + limit.expires_in
                 )
             return True
@@ -93,9 +89,7 @@ class Semaphore(QueueModel):
     @classmethod
     def _attempt_decrement(cls, key: str, limit: ConcurrencyLimit) -> bool:
         # The conditional UPDATE is atomic: two racing jobs can never both take the last slot.
-        updated = (
-            cls.objects.using(db.alias())
-            .filter(key=key, value__gt=0)
-            .update(value=F("value") - 1, expires_at=timezone.now() + limit.expires_in)
+        updated = cls.objects.filter(key=key, value__gt=0).update(
+            value=F("value") - 1, expires_at=timezone.now() + limit.expires_in
         )
         return updated > 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from .. import db
 from ..models import ClaimedExecution, Process
 from .errors import ProcessExitError
 
@@ -31,7 +30,7 @@ def clean_up_after(supervisor: Process, name: str, error: ProcessExitError | Non
     A child that died (``error``) fails its jobs; one that exited cleanly meant to stop,
     so its jobs go back to ready.
     """
-    rows = Process.objects.using(db.alias()).filter(supervisor=supervisor, name=name)
+    rows = Process.objects.filter(supervisor=supervisor, name=name)
     row = rows.first()
     if row is None:
         return

@@ -9,7 +9,6 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, ngettext_lazy
 
-from steady_queue import db
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import Job
 
@@ -65,7 +64,7 @@ BULK_ACTIONS = {
 def act_on_job(action: str, pk: int) -> Outcome:
     """Run ``action`` on one job; a job that moved on or vanished is reported, not an error."""
     method, done = JOB_ACTIONS[action]
-    job = Job.objects.using(db.alias()).filter(pk=pk).first()
+    job = Job.objects.filter(pk=pk).first()
     if job is None:
         return Outcome(False, _("Job %(id)s no longer exists.") % {"id": pk})
     try:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from django.db.models import Count
 from django.utils.translation import gettext_lazy as _
 
-from steady_queue import db
 from steady_queue.concurrency import limit_for
 from steady_queue.models import BlockedExecution, ClaimedExecution, Semaphore
 
@@ -25,9 +24,9 @@ class ConcurrencyKey:
 def concurrency_keys(limit: int = 200) -> list[ConcurrencyKey]:
     """Return semaphores and blocked-job counts by key (the first ``limit`` keys)."""
     keys: dict[str, ConcurrencyKey] = {}
-    for semaphore in Semaphore.objects.using(db.alias()).order_by("key")[:limit]:
+    for semaphore in Semaphore.objects.order_by("key")[:limit]:
         keys[semaphore.key] = ConcurrencyKey(semaphore.key, semaphore=semaphore)
-    blocked = BlockedExecution.objects.using(db.alias()).values("concurrency_key")
+    blocked = BlockedExecution.objects.values("concurrency_key")
     for row in blocked.annotate(count=Count("pk")).order_by("concurrency_key")[:limit]:
         entry = keys.setdefault(row["concurrency_key"], ConcurrencyKey(row["concurrency_key"]))
         entry.blocked = row["count"]
@@ -42,14 +41,14 @@ def _task_paths_holding(keys: list[str]) -> set[tuple[str, str]]:
     # claimed and blocked tables rather than scanning jobs.
     pairs: set[tuple[str, str]] = set()
     for model in (ClaimedExecution, BlockedExecution):
-        rows = model.objects.using(db.alias()).filter(job__concurrency_key__in=keys)
+        rows = model.objects.filter(job__concurrency_key__in=keys)
         pairs |= set(rows.values_list("job__concurrency_key", "job__task_path").distinct())
     return pairs
 
 
 def release_next_blocked(key: str) -> Outcome:
     """Release the job that would be released next on ``key``, without waiting for a slot."""
-    blocked = BlockedExecution.objects.using(db.alias()).filter(concurrency_key=key)
+    blocked = BlockedExecution.objects.filter(concurrency_key=key)
     job_id = blocked.order_by("-priority", "job_id").values_list("job_id", flat=True).first()
     if job_id is None:
         return Outcome(False, _("No job is blocked on %(key)s.") % {"key": key})

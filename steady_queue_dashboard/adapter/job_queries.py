@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connections
 from django.db.models import JSONField, Q, QuerySet, Value
 from django.db.models.fields.json import KeyTransform
 from django.utils.text import Truncator
@@ -47,7 +46,7 @@ def capped_count(queryset: QuerySet, cap: int | None = None) -> Tally:
 
 def jobs(listing: Listing) -> QuerySet:
     """Return the jobs of ``listing``'s status, with the rows its columns show."""
-    queryset = Job.objects.using(db.alias())
+    queryset = Job.objects.all()
     if listing.execution:
         queryset = queryset.filter(**{f"{listing.execution}__isnull": False})
     else:
@@ -58,24 +57,24 @@ def jobs(listing: Listing) -> QuerySet:
 
 def failed_jobs_by_ids(ids: list[int]) -> QuerySet:
     """The jobs ``ids`` that are still failed (a bulk action's exact set)."""
-    return Job.objects.using(db.alias()).filter(pk__in=ids, failed_execution__isnull=False)
+    return Job.objects.filter(pk__in=ids, failed_execution__isnull=False)
 
 
 def find_job(pk: int) -> Job | None:
     """Return the job with every execution, process and recurring run loaded, or None."""
-    queryset = Job.objects.using(db.alias()).with_execution()
+    queryset = Job.objects.with_execution()
     return queryset.select_related("recurring_execution").filter(pk=pk).first()
 
 
 def status_counts() -> dict[str, Tally]:
     """Count the jobs of each status, up to COUNT_CAP."""
-    queryset = Job.objects.using(db.alias())
+    queryset = Job.objects.all()
     return {
-        "pending": capped_count(ReadyExecution.objects.using(db.alias())),
-        "scheduled": capped_count(ScheduledExecution.objects.using(db.alias())),
-        "in-progress": capped_count(ClaimedExecution.objects.using(db.alias())),
-        "blocked": capped_count(BlockedExecution.objects.using(db.alias())),
-        "failed": capped_count(FailedExecution.objects.using(db.alias())),
+        "pending": capped_count(ReadyExecution.objects.all()),
+        "scheduled": capped_count(ScheduledExecution.objects.all()),
+        "in-progress": capped_count(ClaimedExecution.objects.all()),
+        "blocked": capped_count(BlockedExecution.objects.all()),
+        "failed": capped_count(FailedExecution.objects.all()),
         "finished": capped_count(queryset.filter(finished_at__isnull=False)),
     }
 
@@ -104,7 +103,7 @@ def argument_query(name: str | None, value: Any) -> Q:
                 matches |= Q(side.get_lookup("exact")(side, Value(v, output_field=JSONField())))
         return matches & _excluding(masking.tasks_masking_names(name))
     hidden = _excluding(masking.tasks_masking_positions())
-    if connections[db.alias()].features.supports_json_field_contains:
+    if db.connection().features.supports_json_field_contains:
         # One containment test per candidate matches any position.
         return hidden & _any_of(
             {"arguments__contains": {"args": [shape]}}
@@ -169,7 +168,7 @@ def _per_bucket(model, field: str, starts: list[datetime], width: timedelta) -> 
     # than running it.
     if not starts:
         return {}
-    connection = connections[db.alias()]
+    connection = db.connection()
     quote, adapt = connection.ops.quote_name, connection.ops.adapt_datetimefield_value
     column = quote(model._meta.get_field(field).column)
     count = (

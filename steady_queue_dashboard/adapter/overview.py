@@ -10,7 +10,6 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 import steady_queue
-from steady_queue import db
 from steady_queue.compat import task_backends
 from steady_queue.models import FailedExecution, Process, RecurringTask
 
@@ -29,9 +28,7 @@ class ProcessState:
 def process_states(now: datetime | None = None) -> list[ProcessState]:
     """Every registered process with its queues and whether its heartbeat is recent."""
     threshold = (now or timezone.now()) - steady_queue.process_alive_threshold
-    rows = Process.objects.using(db.alias()).values_list(
-        "kind", "name", "metadata", "last_heartbeat_at"
-    )
+    rows = Process.objects.values_list("kind", "name", "metadata", "last_heartbeat_at")
     return [
         ProcessState(
             kind,
@@ -61,13 +58,9 @@ def failure_counts(window: timedelta, baseline: timedelta) -> tuple[int, int]:
     """Failures in the last ``window``, and in the ``baseline`` before it, in one query."""
     now = timezone.now()
     start = now - window
-    counts = (
-        FailedExecution.objects.using(db.alias())
-        .filter(created_at__gte=start - baseline)
-        .aggregate(
-            recent=Count("pk", filter=Q(created_at__gte=start)),
-            before=Count("pk", filter=Q(created_at__lt=start)),
-        )
+    counts = FailedExecution.objects.filter(created_at__gte=start - baseline).aggregate(
+        recent=Count("pk", filter=Q(created_at__gte=start)),
+        before=Count("pk", filter=Q(created_at__lt=start)),
     )
     return counts["recent"] or 0, counts["before"] or 0
 
@@ -75,13 +68,13 @@ def failure_counts(window: timedelta, baseline: timedelta) -> tuple[int, int]:
 def scheduler_running() -> bool:
     """Whether a scheduler process is alive (recurring tasks run only then)."""
     threshold = timezone.now() - steady_queue.process_alive_threshold
-    processes = Process.objects.using(db.alias()).filter(kind=Process.Kind.SCHEDULER)
+    processes = Process.objects.filter(kind=Process.Kind.SCHEDULER)
     return processes.filter(last_heartbeat_at__gte=threshold).exists()
 
 
 def recurring_enabled() -> bool:
     """Whether any recurring task is enabled (and so needs a scheduler)."""
-    return RecurringTask.objects.using(db.alias()).filter(enabled=True).exists()
+    return RecurringTask.objects.filter(enabled=True).exists()
 
 
 def configured_queues() -> set[str]:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 import steady_queue
-from steady_queue import db
 from steady_queue.models import ClaimedExecution, Process
 
 
@@ -25,8 +24,8 @@ class ProcessNode:
 
 def process_tree() -> list[ProcessNode]:
     """Return supervisors with their children, and each worker's claimed jobs."""
-    nodes = {p.pk: ProcessNode(p) for p in Process.objects.using(db.alias()).order_by("pk")}
-    claims = ClaimedExecution.objects.using(db.alias()).filter(process__isnull=False)
+    nodes = {p.pk: ProcessNode(p) for p in Process.objects.order_by("pk")}
+    claims = ClaimedExecution.objects.filter(process__isnull=False)
     for claim in claims.select_related("job").order_by("created_at"):
         if claim.process_id in nodes:
             nodes[claim.process_id].claimed.append(claim)

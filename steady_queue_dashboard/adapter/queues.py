@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
 
-from steady_queue import db
 from steady_queue.queue import Queue
 
 from .actions import Outcome
@@ -34,8 +33,8 @@ def queue_exists(name: str) -> bool:
         return True
     if "\x00" in name:  # no database stores it, and PostgreSQL refuses to compare it
         return False
-    jobs = Job.objects.using(db.alias()).filter(queue_name=name)
-    return jobs.exists() or Pause.objects.using(db.alias()).filter(queue_name=name).exists()
+    jobs = Job.objects.filter(queue_name=name)
+    return jobs.exists() or Pause.objects.filter(queue_name=name).exists()
 
 
 def queue(name: str) -> Queue:

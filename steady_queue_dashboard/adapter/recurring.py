@@ -7,7 +7,6 @@ import logging
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext_lazy as _
 
-from steady_queue import db
 from steady_queue.arguments import DeserializationError
 from steady_queue.compat import InvalidTask
 from steady_queue.exceptions import JobStateError
@@ -21,25 +20,21 @@ logger = logging.getLogger(__name__)
 
 def recurring_tasks() -> QuerySet:
     """Return recurring tasks with the job id and time of their latest run."""
-    runs = RecurringExecution.objects.using(db.alias()).filter(task_key=OuterRef("key"))
+    runs = RecurringExecution.objects.filter(task_key=OuterRef("key"))
     latest = runs.order_by("-run_at")
-    return (
-        RecurringTask.objects.using(db.alias())
-        .annotate(
-            last_run_at=Subquery(latest.values("run_at")[:1]),
-            last_job_id=Subquery(latest.values("job_id")[:1]),
-        )
-        .order_by("key")
-    )
+    return RecurringTask.objects.annotate(
+        last_run_at=Subquery(latest.values("run_at")[:1]),
+        last_job_id=Subquery(latest.values("job_id")[:1]),
+    ).order_by("key")
 
 
 def find_recurring_task(key: str) -> RecurringTask | None:
-    return RecurringTask.objects.using(db.alias()).filter(key=key).first()
+    return RecurringTask.objects.filter(key=key).first()
 
 
 def recurring_runs(task: RecurringTask, limit: int = 25) -> list[RecurringExecution]:
     """Return the latest runs of ``task`` with their jobs' current state loaded."""
-    runs = RecurringExecution.objects.using(db.alias()).filter(task_key=task.key)
+    runs = RecurringExecution.objects.filter(task_key=task.key)
     related = [f"job__{relation}" for relation in EXECUTION_RELATIONS]
     return list(runs.select_related("job", *related).order_by("-run_at")[:limit])
 

@@ -16,9 +16,7 @@ def release_all(queryset: QuerySet, batch_size: int = 500) -> int:
     released = 0
     ids = list(queryset.filter(blocked_execution__isnull=False).values_list("pk", flat=True))
     for start in range(0, len(ids), batch_size):
-        for job in queryset.model.objects.using(queryset.db).filter(
-            pk__in=ids[start : start + batch_size]
-        ):
+        for job in queryset.model.objects.filter(pk__in=ids[start : start + batch_size]):
             try:
                 job.release()
             except JobStateError:

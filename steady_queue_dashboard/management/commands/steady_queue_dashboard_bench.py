@@ -16,7 +16,6 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -43,7 +42,7 @@ class Command(BaseCommand):
             f"{tally.value:,}{'+' if tally.capped else ''} {status}"
             for status, tally in adapter.status_counts().items()
         )
-        self.stdout.write(f"{connections[db.alias()].vendor}: {counts}\n")
+        self.stdout.write(f"{db.connection().vendor}: {counts}\n")
         slow = []
         self.stdout.write(f"{'page':<44} {'median':>9} {'max':>9} {'queries':>8}")
         for label, url in self._pages():
@@ -67,8 +66,8 @@ class Command(BaseCommand):
         return client
 
     def _pages(self) -> list[tuple[str, str]]:
-        job = Job.objects.using(db.alias()).order_by("-pk").first()
-        failed = FailedExecution.objects.using(db.alias()).order_by("-created_at").first()
+        job = Job.objects.order_by("-pk").first()
+        failed = FailedExecution.objects.order_by("-created_at").first()
         if job is None:
             raise CommandError("No job in the database: run steady_queue_dashboard_fill first.")
         finished = reverse("steady_queue_dashboard:job-list", args=["finished"])
@@ -102,7 +101,7 @@ class Command(BaseCommand):
     def _measure(self, client: Client, url: str, runs: int) -> tuple[list[float], int]:
         path, htmx = url.removesuffix("#htmx"), url.endswith("#htmx")
         headers = {"HX-Request": "true"} if htmx else {}
-        with CaptureQueriesContext(connections[db.alias()]) as captured:
+        with CaptureQueriesContext(db.connection()) as captured:
             self._get(client, path, headers)  # also the warm-up
         queries = len(captured)  # now: the next request empties the connection's log
         times = []

@@ -83,7 +83,7 @@ class Command(BaseCommand):
         self.random = random.Random(options["seed"])
         self.now = timezone.now()
         self.batch_size = options["batch_size"]
-        self.next_id = (Job.objects.using(db.alias()).aggregate(top=Max("pk"))["top"] or 0) + 1
+        self.next_id = (Job.objects.aggregate(top=Max("pk"))["top"] or 0) + 1
         started = time.monotonic()
         workers = self._processes(max(1, options["claimed"] // 10))
         self._fill("finished", options["finished"], self._finished(options["days"]))
@@ -103,10 +103,10 @@ class Command(BaseCommand):
             jobs = [self._job() for _ in range(batch)]
             executions = [row for job in jobs for row in build(job)]
             with db.atomic():
-                Job.objects.using(db.alias()).bulk_create(jobs)
+                Job.objects.bulk_create(jobs)
                 for model in {type(row) for row in executions}:
                     rows = [row for row in executions if type(row) is model]
-                    model.objects.using(db.alias()).bulk_create(rows)
+                    model.objects.bulk_create(rows)
         self.stdout.write(f"{count:>9,} {label} jobs in {time.monotonic() - started:.1f}s")
 
     def _job(self) -> Job:
@@ -168,7 +168,7 @@ class Command(BaseCommand):
     def _blocked(self, job: Job) -> list:
         job.task_path = "billing.tasks.charge_card"
         job.concurrency_key = f"billing.tasks.charge_card/account-{self.random.randrange(100)}"
-        Semaphore.objects.using(db.alias()).get_or_create(
+        Semaphore.objects.get_or_create(
             key=job.concurrency_key, defaults={"value": 0, "expires_at": self.now + _minutes(3)}
         )
         return [
@@ -191,7 +191,7 @@ class Command(BaseCommand):
         return build
 
     def _processes(self, count: int) -> list[Process]:
-        processes = Process.objects.using(db.alias())
+        processes = Process.objects
         supervisor = processes.create(kind="Supervisor", name=_name("supervisor"), pid=1000)
         metadata = {"queues": "*", "threads": 5, "polling_interval": 0.1}
         children = [
@@ -223,7 +223,7 @@ class Command(BaseCommand):
             "digest": "*/15 * * * *",
         }
         for key, schedule in schedules.items():
-            RecurringTask.objects.using(db.alias()).get_or_create(
+            RecurringTask.objects.get_or_create(
                 key=key,
                 defaults={"schedule": schedule, "task_path": TASKS[0], "static": False},
             )

@@ -1,4 +1,7 @@
-"""Models used as task arguments in the tests."""
+"""Models used as task arguments in the tests (the "tests" app).
+
+The package also holds the tests of ``steady_queue.models``; Django imports only this.
+"""
 
 import uuid
 
