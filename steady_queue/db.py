@@ -1,9 +1,8 @@
-"""Where the queue tables live, and the one place that decides how rows are locked."""
+"""Where the queue tables live: the alias, its connection and its transactions."""
 
 from __future__ import annotations
 
 from django.db import OperationalError, connections, transaction
-from django.db.models import QuerySet
 
 import steady_queue
 
@@ -20,16 +19,6 @@ def connection():
 def atomic(**kwargs):
     """Open a transaction on the queue database."""
     return transaction.atomic(using=alias(), **kwargs)
-
-
-def supports_skip_locked() -> bool:
-    return connection().features.has_select_for_update_skip_locked
-
-
-def lock(queryset: QuerySet, *, skip_locked: bool = True) -> QuerySet:
-    """Lock the rows of ``queryset``, skipping rows others hold where the database can."""
-    skip = skip_locked and supports_skip_locked()
-    return queryset.using(alias()).select_for_update(skip_locked=skip)
 
 
 def is_deadlock(exc: BaseException) -> bool:
