@@ -35,3 +35,44 @@ database: str = "default"
 # processes poll). Behind a pooler, name an alias that connects to PostgreSQL directly.
 # False: never listen, always poll.
 listen_database: str | bool | None = None
+
+# The public API, importable from the package itself (``from steady_queue import
+# recurring``) and loaded on first use (PEP 562): importing ``steady_queue`` in
+# settings.py must not import models before Django's app registry is ready.
+_PUBLIC = {
+    "Configuration": "steady_queue.configuration",
+    "RetryPolicy": "steady_queue.retries",
+    "retry_policy": "steady_queue.retries",
+    "limits_concurrency": "steady_queue.concurrency",
+    "recurring": "steady_queue.recurring_task",
+    "report_progress": "steady_queue.context",
+    "reschedule": "steady_queue.context",
+    "run_ready_jobs": "steady_queue.testing",
+    "dispatch_scheduled": "steady_queue.testing",
+    "enqueue_all": "steady_queue.backend",
+    "SteadyQueueBackend": "steady_queue.backend",
+    "DeserializationError": "steady_queue.arguments",
+    "SerializationError": "steady_queue.arguments",
+    "JobStateError": "steady_queue.exceptions",
+    "ProcessExitError": "steady_queue.exceptions",
+    "ProcessPrunedError": "steady_queue.exceptions",
+}
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'steady_queue' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
+
+from . import _moved  # noqa: E402
+
+_moved.install()

@@ -91,7 +91,6 @@ def load(path: str | None = None) -> Options:
     return options
 
 
-@checks.register(checks.Tags.compatibility)
 def check_configuration(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Report problems of ``settings.STEADY_QUEUE`` (``manage.py check``)."""
     options = getattr(settings, "STEADY_QUEUE", None)

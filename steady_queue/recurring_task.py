@@ -2,22 +2,24 @@
 
 Schedules use croniter's syntax: five fields, an optional sixth for seconds (last,
 as in croniter), and aliases such as ``@hourly``; times are in ``settings.TIME_ZONE``
-(see ``cron_times`` for daylight saving time and ``USE_TZ = False``).
+(see "Cron times" below for daylight saving time and ``USE_TZ = False``).
 The scheduler imports the ``tasks`` module of every installed app to find them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import calendar
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from croniter import CroniterBadDateError, croniter
+from croniter import HOUR_FIELD, CroniterBadDateError, croniter
+from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
 from .compat import Task
-from .cron_times import next_time  # noqa: F401  (its import path before cron_times)
 
 # With catch_up, at most this many runs of one task are enqueued at once (the latest
 # ones): a long outage of an every-second task must not turn into a flood of jobs.
@@ -97,4 +99,144 @@ def schedule_error(schedule: str) -> str | None:
         iterator.get_next()
     except CroniterBadDateError:
         return "it matches no date"
+    return None
+
+
+# Cron times -----------------------------------------------------------------------------
+# When a cron schedule fires, in ``settings.TIME_ZONE``, daylight saving time included.
+#
+# croniter does the arithmetic on aware local times. With ``USE_TZ = True`` the results
+# are returned in UTC; with ``USE_TZ = False`` Django's datetimes are naive wall-clock
+# times of ``TIME_ZONE``, and so are the results.
+#
+# Daylight saving time, for aware times:
+#
+# - Clocks go back (a wall-clock hour is seen twice): a schedule with a fixed hour
+#   (``30 1 * * *``, ``0 9-17 * * *``) fires once per wall-clock time, at its first
+#   occurrence, as cron does. A schedule whose hour field is ``*`` (every N minutes or
+#   seconds, hourly) keeps firing in real time through both passes of the hour.
+# - Clocks go forward (a wall-clock hour does not exist): croniter moves a fixed time in
+#   the missing hour to the first wall-clock time after the jump (01:30 becomes 02:00 in
+#   London); interval schedules have no runs in the missing hour.
+#
+# Naive times (``USE_TZ = False``) follow the same rules, except that every schedule
+# fires once per wall-clock time in a repeated hour.
+
+
+def next_time(schedule: str, after: datetime) -> datetime:
+    """Return the first time strictly after ``after`` that ``schedule`` fires."""
+    return next(_fire_times(schedule, after, backwards=False))
+
+
+def recent_times(schedule: str, until: datetime, after: datetime, limit: int) -> list[datetime]:
+    """Return the latest ``limit`` times in (``after``, ``until``] that ``schedule`` fires.
+
+    Oldest first. Walks backwards from ``until``, so a long gap costs ``limit`` steps.
+    """
+    # croniter's previous time is strictly before its start: start just after ``until``
+    # (at a whole second, the schedules' finest unit) so that ``until`` itself counts.
+    start = until.replace(microsecond=0) + timedelta(seconds=1)
+    times: list[datetime] = []
+    for fired in _fire_times(schedule, start, backwards=True):
+        if fired <= after or len(times) == limit:
+            break
+        times.append(fired)
+    return times[::-1]
+
+
+def _fire_times(schedule: str, start: datetime, *, backwards: bool) -> Iterator[datetime]:
+    zone = timezone.get_default_timezone()
+    naive = timezone.is_naive(start)  # USE_TZ = False: wall-clock times, as Django stores them
+    if naive:
+        start = timezone.make_aware(start, zone)
+    iterator = croniter(schedule, start.astimezone(zone))
+    # Naive times cannot tell the two passes of a repeated hour apart: one run each.
+    once_per_wall_clock_time = naive or iterator.expanded[HOUR_FIELD] != ["*"]
+    for fired in _steps(iterator, backwards):
+        # Through UTC and back so that ``fold`` is 1 exactly on the second pass of a
+        # repeated wall-clock time (PEP 495): walking backwards, croniter sets it on all.
+        local = fired.astimezone(UTC).astimezone(zone)
+        if local.fold and once_per_wall_clock_time:
+            continue  # this wall-clock time fired on the first pass
+        yield timezone.make_naive(local, zone) if naive else local.astimezone(UTC)
+
+
+def _steps(iterator: croniter, backwards: bool) -> Iterator[datetime]:
+    step: Callable = iterator.get_prev if backwards else iterator.get_next
+    while True:
+        yield step(datetime)
+
+
+# Schedules in words ---------------------------------------------------------------------
+# Cron schedules in words for people: "every day at 12:00", "every 5 minutes".
+#
+# Common shapes get a sentence; anything else is shown as the expression itself.
+
+ALIASES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+
+def describe(schedule: str) -> str:
+    """Return ``schedule`` in words, or the expression itself when it has no simple reading."""
+    fields = ALIASES.get(schedule.strip().lower(), schedule).split()
+    if len(fields) == 6 and fields[:5] == ["*"] * 5:
+        return _every(fields[5], "second") or schedule
+    if len(fields) == 6 and fields[5].isdigit():
+        # croniter's sixth field is the second (last): describe the minute, then the second.
+        words = describe(" ".join(fields[:5]))
+        if words == " ".join(fields[:5]):
+            return schedule
+        second = int(fields[5])
+        if second and re.search(r"\d\d:\d\d$", words):
+            return f"{words}:{second:02d}"
+        return words if second == 0 else f"{words}, at second {second}"
+    if len(fields) != 5:
+        return schedule
+    minute, hour, day, month, weekday = fields
+    if hour == "*" and (day, month, weekday) == ("*", "*", "*"):
+        if minute.isdigit():
+            return f"every hour at minute {minute}"
+        return _every(minute, "minute") or schedule
+    if minute.isdigit() and hour.isdigit():
+        days = _days(day, month, weekday)
+        return f"{days} at {int(hour):02d}:{int(minute):02d}" if days else schedule
+    return schedule
+
+
+def _every(field: str, unit: str) -> str | None:
+    if field == "*":
+        return f"every {unit}"
+    if field.startswith("*/") and field[2:].isdigit():
+        return f"every {field[2:]} {unit}s"
+    return None
+
+
+def _days(day: str, month: str, weekday: str) -> str | None:
+    if (day, month, weekday) == ("*", "*", "*"):
+        return "every day"
+    if (day, month) == ("*", "*"):
+        return _weekdays(weekday)
+    if weekday != "*" or not day.isdigit():
+        return None
+    if month == "*":
+        return f"every month on day {day}"
+    if month.isdigit() and 1 <= int(month) <= 12:
+        return f"every year on {calendar.month_name[int(month)]} {day}"
+    return None
+
+
+def _weekdays(weekday: str) -> str | None:
+    if weekday == "1-5":
+        return "every weekday"
+    names = weekday.split(",")
+    if all(name.isdigit() and int(name) <= 7 for name in names):
+        return "every " + " and ".join(WEEKDAYS[int(name) % 7] for name in names)
     return None

@@ -38,8 +38,6 @@ class SteadyQueueRouter:
         return False if database == db.alias() != "default" else None
 
 
-# Not tagged "database": Django runs those only with --database, and this reads settings only.
-@checks.register(checks.Tags.compatibility)
 def check_queue_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Report a queue database alias that does not exist or is not routed to."""
     alias = db.alias()

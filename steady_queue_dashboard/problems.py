@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from steady_queue.checks_queues import polls
+from steady_queue.checks.queues import polls
 
 from . import adapter
 from .adapter.overview import ProcessState

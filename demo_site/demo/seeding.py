@@ -25,7 +25,7 @@ from steady_queue.models import (
     RecurringTask,
     Semaphore,
 )
-from steady_queue.queue import Queue
+from steady_queue.models.queue import Queue
 from steady_queue.testing import run_ready_jobs
 
 from . import tasks

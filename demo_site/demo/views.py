@@ -8,7 +8,7 @@ from . import seeding
 
 @require_GET
 def home(request):
-    return render(request, "home.html")
+    return render(request, "demo/home.html")
 
 
 @require_POST

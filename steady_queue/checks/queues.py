@@ -11,14 +11,13 @@ from django.core.exceptions import ImproperlyConfigured
 BACKEND_PATH = "steady_queue.backend.SteadyQueueBackend"
 
 
-@checks.register(checks.Tags.compatibility)
 def check_unheard_queues(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Warn about queues in TASKS that no worker of the configuration polls.
 
     Jobs enqueued to such a queue wait forever. A backend without QUEUES accepts any
     queue; then only Django's default queue, "default", is checked.
     """
-    from . import configuration
+    from .. import configuration
 
     try:
         workers = configuration.load().configured_workers

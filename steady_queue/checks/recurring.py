@@ -7,12 +7,11 @@ from collections import Counter
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
-from . import arguments
-from .compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
-from .recurring_task import Recurrence, discover, schedule_error
+from .. import arguments
+from ..compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+from ..recurring_task import Recurrence, discover, schedule_error
 
 
-@checks.register(checks.Tags.compatibility)
 def check_recurring_tasks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Report invalid schedules, duplicate keys and options that cannot be enqueued."""
     declared = discover()
@@ -43,7 +42,7 @@ def _problems(recurrence: Recurrence) -> list[str]:
 
 
 def _backend_problems(recurrence: Recurrence) -> list[str]:
-    from .backend import SteadyQueueBackend
+    from ..backend import SteadyQueueBackend
 
     try:
         backend = recurrence.task.get_backend()

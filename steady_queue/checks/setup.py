@@ -1,17 +1,15 @@
-"""System checks for Steady Queue's configuration (``manage.py check``)."""
+"""Checks of the set-up: SQLite ready for several processes, a backend in TASKS, the app."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.core import checks
 
-from . import db
+from .. import db
 
 BACKEND_PATH = "steady_queue.backend.SteadyQueueBackend"
 
 
-# Not tagged "database": Django runs those only with --database, and this reads settings only.
-@checks.register(checks.Tags.compatibility)
 def check_sqlite_concurrency(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Warn when SQLite is not set up for several processes writing at once."""
     config = settings.DATABASES.get(db.alias(), {})
@@ -35,7 +33,6 @@ def check_sqlite_concurrency(app_configs=None, **kwargs) -> list[checks.CheckMes
     ]
 
 
-@checks.register(checks.Tags.compatibility)
 def check_backend_configured(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Warn when no backend in TASKS is Steady Queue's: nothing could be enqueued to run."""
     backends = [config.get("BACKEND") for config in getattr(settings, "TASKS", {}).values()]
@@ -64,11 +61,3 @@ def check_backend(backend) -> list[checks.CheckMessage]:
             )
         )
     return messages
-
-
-# Checks that live beside what they check (configuration, recurring tasks, routing);
-# importing them registers them.
-from .checks_queues import check_unheard_queues  # noqa: E402, F401
-from .configuration import check_configuration  # noqa: E402, F401
-from .recurring_checks import check_recurring_tasks  # noqa: E402, F401
-from .routers import check_queue_database  # noqa: E402, F401

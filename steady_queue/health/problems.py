@@ -20,7 +20,7 @@ from django.utils import timezone
 import steady_queue
 
 from .. import configuration, db
-from ..checks_queues import polls
+from ..checks.queues import polls
 
 # Processes read per check: far more than any deployment runs, so the query stays bounded.
 MAX_PROCESSES = 1000

@@ -8,6 +8,7 @@ from .execution import (
 from .job import Job
 from .pause import Pause
 from .process import Process
+from .queue import Queue
 from .recurring import RecurringExecution, RecurringTask
 from .semaphore import Semaphore
 
@@ -18,6 +19,7 @@ __all__ = [
     "Job",
     "Pause",
     "Process",
+    "Queue",
     "ReadyExecution",
     "RecurringExecution",
     "RecurringTask",

@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from .. import db
 from ..compat import TaskResultStatus
-from ..queue_selector import QueueSelector
 from .base import QueueModel
 from .claimed_lifecycle import ClaimedLifecycle
+from .queue_selector import QueueSelector
 from .signals import jobs_ready, jobs_scheduled
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from django.utils import timezone
 import steady_queue
 
 from .. import db
-from ..process_errors import ProcessPrunedError
+from ..exceptions import ProcessPrunedError
 
 if TYPE_CHECKING:
     from .process import Process

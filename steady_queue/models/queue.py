@@ -8,7 +8,9 @@ from django.db import IntegrityError
 from django.db.models import Count, Min
 from django.utils import timezone
 
-from . import db
+from .. import db
+from .execution import ReadyExecution
+from .pause import Pause
 
 
 class Queue:
@@ -22,7 +24,6 @@ class Queue:
     @classmethod
     def all(cls) -> list[Queue]:
         """Return every queue with ready jobs or a pause, sorted by name, in two queries."""
-        from .models import Pause, ReadyExecution
 
         stats = (
             ReadyExecution.objects.values("queue_name")
@@ -38,7 +39,6 @@ class Queue:
 
     def pause(self) -> None:
         """Stop workers from taking jobs from this queue (jobs can still be enqueued)."""
-        from .models import Pause
 
         try:
             with db.atomic():
@@ -94,11 +94,9 @@ class Queue:
         return queue
 
     def _ready(self):
-        from .models import ReadyExecution
 
         return ReadyExecution.objects.filter(queue_name=self.name)
 
     def _pauses(self):
-        from .models import Pause
 
         return Pause.objects.filter(queue_name=self.name)

@@ -47,7 +47,7 @@ class QueueSelector:
         return sorted(self.relation.values_list("queue_name", flat=True).distinct().order_by())
 
     def _paused_queues(self) -> set[str]:
-        from .models import Pause
+        from .pause import Pause
 
         return set(Pause.objects.using(self.relation.db).values_list("queue_name", flat=True))
 

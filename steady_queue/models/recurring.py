@@ -12,8 +12,6 @@ class RecurringTask(Schedulable, QueueModel):
 
     key = models.CharField(max_length=255, unique=True)
     schedule = models.CharField(max_length=255)
-    # Kept for compatibility with Solid Queue's schema; command tasks are not supported.
-    command = models.CharField(max_length=2048, blank=True)
     task_path = models.CharField(max_length=255)
     arguments = models.JSONField(default=dict, blank=True)
     queue_name = models.CharField(max_length=255, blank=True)

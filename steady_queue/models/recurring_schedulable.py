@@ -13,10 +13,8 @@ from django.utils.module_loading import import_string
 
 from .. import arguments, db
 from ..compat import Task, task_enqueued
-from ..cron_times import next_time, recent_times
 from ..exceptions import JobStateError
-from ..recurring_task import CATCH_UP_LIMIT, Recurrence
-from ..schedule_description import describe
+from ..recurring_task import CATCH_UP_LIMIT, Recurrence, describe, next_time, recent_times
 from .base import QueueQuerySet
 
 if TYPE_CHECKING:

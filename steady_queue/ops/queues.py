@@ -6,7 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .. import configuration
 from ..compat import task_backends
-from ..queue import Queue
+from ..models.queue import Queue
 
 
 def all_queues() -> list[Queue]:

@@ -1,5 +1,5 @@
-"""The errors a job gets when the process running it dies under it (defined outside)."""
+"""The errors a job gets when the process running it dies under it (defined in exceptions)."""
 
-from ..process_errors import ProcessExitError, ProcessPrunedError, describe_wait_status
+from ..exceptions import ProcessExitError, ProcessPrunedError, describe_wait_status
 
 __all__ = ["ProcessExitError", "ProcessPrunedError", "describe_wait_status"]

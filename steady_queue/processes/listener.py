@@ -1,6 +1,6 @@
 """Wake a sleeping worker or dispatcher the moment PostgreSQL says there is work (LISTEN).
 
-Enqueue and dispatch send NOTIFY in their transactions (``steady_queue.notify``). Each
+Enqueue and dispatch send NOTIFY in their transactions (``steady_queue.storage.notify``). Each
 worker and dispatcher process runs one Listener thread with its own connection, which
 cuts the process's sleep short, so a job starts in milliseconds instead of at the next
 poll. Polling stays: on other databases, while the listener reconnects, and for what

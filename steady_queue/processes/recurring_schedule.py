@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from .recurring_task import discover
+from ..recurring_task import discover
 
 logger = logging.getLogger("steady_queue.scheduler")
 
@@ -34,7 +34,7 @@ class RecurringSchedule:
 
     def boot(self) -> None:
         """Store the tasks declared in code, then catch up runs missed while none ran."""
-        from .models import RecurringTask
+        from ..models import RecurringTask
 
         RecurringTask.objects.sync_static(discover())
         self.reload()
@@ -45,7 +45,7 @@ class RecurringSchedule:
 
     def reload(self) -> None:
         """Re-read the enabled tasks; a new or changed task waits for its next run from now."""
-        from .models import RecurringTask
+        from ..models import RecurringTask
 
         now = self.clock()
         fresh = {task.key: task for task in RecurringTask.objects.enabled()}

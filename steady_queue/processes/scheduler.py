@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..models import Process
-from ..recurring_schedule import RecurringSchedule
 from .poller import Poller
+from .recurring_schedule import RecurringSchedule
 
 
 class Scheduler(Poller):

@@ -24,6 +24,7 @@ from .forking import fork_process
 from .outages import OutageLog, close_connections
 from .pidfile import Pidfile
 from .poller import Poller
+from .scheduler import Scheduler
 from .worker import Worker
 
 logger = logging.getLogger("steady_queue.processes")
@@ -82,9 +83,8 @@ class Supervisor(Base):
         if not only_workers:
             for config in options.configured_dispatchers:
                 factories.append(partial(Dispatcher.from_configuration, config))
-            scheduler = None if skip_recurring else _scheduler_class()
-            if scheduler is not None:
-                factories.append(scheduler)
+            if not skip_recurring:
+                factories.append(Scheduler)
         return cls(factories)
 
     def metadata(self) -> dict:
@@ -287,14 +287,3 @@ class Supervisor(Base):
     def _signal(self, pid: int, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):  # already gone: reaping will tell
             os.kill(pid, signum)
-
-
-def _scheduler_class() -> type[Poller] | None:
-    """The recurring tasks' Scheduler, when this installation has one."""
-    try:
-        from .scheduler import Scheduler
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.scheduler":
-            raise
-        return None
-    return Scheduler

@@ -22,7 +22,7 @@ from .. import db
 from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
 from ..models.execution import POLL_ORDER
-from ..queue_selector import QueueSelector
+from ..models.queue_selector import QueueSelector
 from . import notify, postgres_enqueue
 from .base import ClaimNext, Finished, Storage
 from .sql import columns, table

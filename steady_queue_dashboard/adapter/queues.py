@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
 
-from steady_queue.queue import Queue
+from steady_queue.models.queue import Queue
 
 from .actions import Outcome
 

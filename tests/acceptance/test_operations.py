@@ -9,8 +9,7 @@ from django.utils import timezone
 
 import steady_queue
 from steady_queue.exceptions import JobStateError
-from steady_queue.models import Job
-from steady_queue.queue import Queue
+from steady_queue.models import Job, Queue
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultDoesNotExist, TaskResultStatus, default_task_backend
 from tests.acceptance.tasks import discard_myself, fail, one_at_a_time, record, seen

@@ -11,8 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from steady_queue.models import Job, Process, RecurringTask
-from steady_queue.queue import Queue
+from steady_queue.models import Job, Process, Queue, RecurringTask
 from tests.acceptance.api import default_task_backend
 from tests.acceptance.tasks import (
     hold_safely,

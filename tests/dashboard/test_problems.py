@@ -211,7 +211,7 @@ def test_a_queue_that_does_not_exist_answers_404_with_a_message(admin_client):
 
 
 def test_check_warns_about_task_queues_no_configured_worker_polls():
-    from steady_queue.checks_queues import check_unheard_queues
+    from steady_queue.checks.queues import check_unheard_queues
 
     assert check_unheard_queues() == []  # the default worker polls "*"
     workers = [Configuration.Worker(queues=["real_time", "beta*"])]

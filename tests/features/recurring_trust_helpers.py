@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from steady_queue.models import Process, RecurringExecution, RecurringTask
-from steady_queue.recurring_schedule import RecurringSchedule
+from steady_queue.processes.recurring_schedule import RecurringSchedule
 from steady_queue.recurring_task import discover, recurring
 from tests.features import tasks
 

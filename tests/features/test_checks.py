@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
 import steady_queue
-from steady_queue.recurring_checks import check_recurring_tasks
+from steady_queue.checks.recurring import check_recurring_tasks
 from steady_queue.recurring_task import recurring
 from steady_queue.routers import check_queue_database
 from tests import tasks as foundation_tasks

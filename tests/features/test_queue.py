@@ -7,8 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from steady_queue.models import Pause, ReadyExecution
-from steady_queue.queue import Queue
+from steady_queue.models import Pause, Queue, ReadyExecution
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
 

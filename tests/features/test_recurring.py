@@ -10,9 +10,8 @@ from django.db import connections
 from django.utils import timezone
 
 from steady_queue.models import Job, RecurringExecution, RecurringTask
-from steady_queue.recurring_schedule import RecurringSchedule
-from steady_queue.recurring_task import recurring
-from steady_queue.schedule_description import describe
+from steady_queue.processes.recurring_schedule import RecurringSchedule
+from steady_queue.recurring_task import describe, recurring
 from tests.features import tasks
 
 pytestmark = pytest.mark.django_db

@@ -127,7 +127,7 @@ def test_the_dashboard_shows_a_schedule_that_never_fires_without_a_next_run(decl
 
 
 def test_the_check_reports_a_schedule_that_never_fires(declared):
-    from steady_queue.recurring_checks import check_recurring_tasks
+    from steady_queue.checks.recurring import check_recurring_tasks
 
     declare("0 0 30 2 *", key="february 30th")
     [error] = check_recurring_tasks()

@@ -14,8 +14,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections, transaction  # noqa: E402
 
 from steady_queue.compat import TaskResultStatus, default_task_backend  # noqa: E402
-from steady_queue.models import Job  # noqa: E402
-from steady_queue.queue import Queue  # noqa: E402
+from steady_queue.models import Job, Queue  # noqa: E402
 from steady_queue.testing import run_ready_jobs  # noqa: E402
 from tests import tasks  # noqa: E402
 from tests.models import Account  # noqa: E402

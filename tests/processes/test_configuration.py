@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from steady_queue.configuration import Configuration, check_configuration, load, seconds
 from steady_queue.processes.dispatcher import Dispatcher
-from steady_queue.processes.supervisor import Supervisor, _scheduler_class
+from steady_queue.processes.supervisor import Supervisor
 from steady_queue.processes.worker import Worker
 
 W, D, Opts = Configuration.Worker, Configuration.Dispatcher, Configuration.Options
@@ -66,7 +66,7 @@ def test_configured_processes_become_worker_and_dispatcher_instances():
 
 def test_command_options_select_the_processes():
     options = Opts(workers=[W(processes=2)], dispatchers=[D()])
-    scheduler = ["Scheduler"] if _scheduler_class() else []
+    scheduler = ["Scheduler"]
 
     assert kinds(Supervisor.from_configuration(options)) == [
         "Worker",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from steady_queue.models.queue import Queue
 from steady_queue.ops import audit
 from steady_queue.ops.queues import all_queues, exists
-from steady_queue.queue import Queue
 
 
 class Command(BaseCommand):

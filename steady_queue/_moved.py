@@ -1,0 +1,60 @@
+"""Old import paths of modules that moved, kept working: one table, one import hook.
+
+``import steady_queue.queue`` returns ``steady_queue.models.queue`` itself (the same
+module object, not a copy), so ``from steady_queue.queue import Queue`` and
+monkeypatching through the old name keep working. Installed by ``steady_queue``'s
+``__init__``; a module that exists at its old path is never intercepted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from importlib.machinery import ModuleSpec
+
+#: old dotted path -> where the module lives now.
+MOVED = {
+    "steady_queue.queue": "steady_queue.models.queue",
+    "steady_queue.queue_selector": "steady_queue.models.queue_selector",
+    "steady_queue.recurring_schedule": "steady_queue.processes.recurring_schedule",
+    "steady_queue.recurring_checks": "steady_queue.checks.recurring",
+    "steady_queue.checks_queues": "steady_queue.checks.queues",
+    "steady_queue.cron_times": "steady_queue.recurring_task",
+    "steady_queue.schedule_description": "steady_queue.recurring_task",
+    "steady_queue.process_errors": "steady_queue.exceptions",
+    "steady_queue.postgres": "steady_queue.storage.postgres",
+    "steady_queue.postgres_enqueue": "steady_queue.storage.postgres_enqueue",
+    "steady_queue.notify": "steady_queue.storage.notify",
+}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self):
+        self._specs: dict[str, ModuleSpec] = {}
+
+    def find_spec(self, fullname, path=None, target=None) -> ModuleSpec | None:
+        if fullname not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: ModuleSpec):
+        # The new module itself; importlib then files it under the old name too.
+        module = importlib.import_module(MOVED[spec.name])
+        self._specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module) -> None:
+        # Nothing to run (it was imported under its new name); importlib has set the old
+        # name's spec on it, though: give it back its own, so that it stays itself.
+        module.__spec__ = self._specs.pop(module.__spec__.name)
+
+
+FINDER = _MovedModuleFinder()
+
+
+def install() -> None:
+    """Put the finder on ``sys.meta_path`` once (after the regular finders)."""
+    if FINDER not in sys.meta_path:
+        sys.meta_path.append(FINDER)

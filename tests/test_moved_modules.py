@@ -1,0 +1,68 @@
+"""Old import paths keep working after a module moved (steady_queue._moved), and the
+package's lazy public API loads nothing before it is asked for."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from steady_queue import _moved
+
+
+@pytest.mark.parametrize("old, new", sorted(_moved.MOVED.items()))
+def test_an_old_path_imports_the_moved_module_itself(old, new):
+    module = importlib.import_module(old)
+
+    assert module is importlib.import_module(new)
+    assert module.__name__ == new and module.__spec__.name == new
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from steady_queue.queue import Queue",
+        "from steady_queue.queue_selector import QueueSelector",
+        "from steady_queue.recurring_schedule import RecurringSchedule",
+        "from steady_queue.cron_times import next_time, recent_times",
+        "from steady_queue.schedule_description import describe",
+        "from steady_queue.process_errors import ProcessExitError, ProcessPrunedError",
+        "from steady_queue.checks_queues import polls",
+        "from steady_queue.recurring_checks import check_recurring_tasks",
+        "from steady_queue.postgres import PostgresStorage",
+        "from steady_queue.notify import READY_CHANNEL",
+    ],
+)
+def test_names_import_from_their_old_module(statement):
+    exec(statement, {})
+
+
+def test_modules_that_did_not_move_are_not_intercepted():
+    assert _moved.FINDER.find_spec("steady_queue.backend") is None
+    assert _moved.FINDER.find_spec("steady_queue.nothing_here") is None
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("steady_queue.nothing_here")
+
+
+def test_the_public_api_is_importable_from_the_package():
+    import steady_queue
+
+    for name in steady_queue._PUBLIC:
+        assert getattr(steady_queue, name) is not None, name
+        assert name in dir(steady_queue)
+    with pytest.raises(AttributeError):
+        steady_queue.no_such_name  # noqa: B018
+
+
+def test_importing_the_package_loads_no_model_and_no_django_app():
+    # A fresh interpreter: settings.py does `import steady_queue` before Django is set up.
+    code = (
+        "import sys, steady_queue\n"
+        "steady_queue.shutdown_timeout\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('steady_queue.', 'django.db')))\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['steady_queue._moved']"
