@@ -2,14 +2,25 @@ from __future__ import annotations
 
 import pytest
 
+from steady_queue import recurring_task
 from tests import tasks
+from tests.tasks import features
 
 
 @pytest.fixture(autouse=True)
 def _reset_calls():
     tasks.CALLS.clear()
+    features.RUNS.clear()
     yield
     tasks.CALLS.clear()
+    features.RUNS.clear()
+
+
+@pytest.fixture
+def declared(monkeypatch):
+    """Start each test with no @recurring declarations; restore them afterwards."""
+    monkeypatch.setattr(recurring_task, "_declared", [])
+    return recurring_task._declared
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

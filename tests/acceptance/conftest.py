@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from steady_queue import recurring_task
-from tests.acceptance import tasks
 from tests.acceptance.api import task_enqueued, task_finished, task_started
+from tests.tasks import acceptance as tasks
 
 
 @pytest.fixture(autouse=True)

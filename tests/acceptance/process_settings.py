@@ -6,7 +6,7 @@ import os
 from tests.processes.settings import *  # noqa: F403
 from tests.processes.settings import INSTALLED_APPS
 
-INSTALLED_APPS = [*INSTALLED_APPS, "tests.acceptance.recurring_app"]
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.apps.acceptance_recurring_app"]
 
 if os.environ.get("SQ_QA_FAILING_HOOK"):
     from steady_queue import hooks

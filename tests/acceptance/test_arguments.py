@@ -15,8 +15,8 @@ from steady_queue.backend import enqueue_all
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultStatus, default_task_backend
-from tests.acceptance.tasks import receive, seen
 from tests.models import Account, Document
+from tests.tasks.acceptance import receive, seen
 
 pytestmark = pytest.mark.django_db
 

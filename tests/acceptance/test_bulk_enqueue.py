@@ -14,7 +14,7 @@ from steady_queue.backend import enqueue_all
 from steady_queue.models import Job, ReadyExecution, ScheduledExecution
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import InvalidTask, TaskResultStatus
-from tests.acceptance.tasks import (
+from tests.tasks.acceptance import (
     one_at_a_time,
     record,
     send_receipt,

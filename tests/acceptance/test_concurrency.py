@@ -7,7 +7,8 @@ import pytest
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultDoesNotExist, TaskResultStatus
-from tests.acceptance.tasks import (
+from tests.models import Account
+from tests.tasks.acceptance import (
     contact_a,
     contact_b,
     deliver_announcement,
@@ -18,7 +19,6 @@ from tests.acceptance.tasks import (
     seen,
     unique_while_queued,
 )
-from tests.models import Account
 
 pytestmark = pytest.mark.django_db
 

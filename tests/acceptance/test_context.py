@@ -9,7 +9,7 @@ from steady_queue.exceptions import RescheduleJob
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultStatus, default_task_backend
-from tests.acceptance.tasks import (
+from tests.tasks.acceptance import (
     async_progress,
     import_file,
     seen,
@@ -76,7 +76,7 @@ def test_reschedule_job_is_a_base_exception():
 
 @pytest.mark.django_db
 def test_reschedule_gives_the_concurrency_slot_back(tmp_path):
-    from tests.acceptance.tasks import limited_wait as task
+    from tests.tasks.acceptance import limited_wait as task
 
     never, present = tmp_path / "never", tmp_path / "present"
     present.touch()

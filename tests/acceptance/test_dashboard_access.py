@@ -10,7 +10,7 @@ from django.test import Client
 
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
-from tests.acceptance.tasks import fail, receive
+from tests.tasks.acceptance import fail, receive
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import InvalidTask, TaskResultStatus, default_task_backend
-from tests.acceptance.tasks import record, seen, send_receipt, send_welcome_email
+from tests.tasks.acceptance import record, seen, send_receipt, send_welcome_email
 
 pytestmark = pytest.mark.django_db
 
@@ -166,7 +166,7 @@ def test_task_switched_to_another_backend_with_using():
 
 
 def test_task_declared_for_secondary_switched_to_default():
-    from tests.acceptance.tasks import on_secondary
+    from tests.tasks.acceptance import on_secondary
 
     result = on_secondary.using(backend="default").enqueue(3)
     assert result.backend == "default"

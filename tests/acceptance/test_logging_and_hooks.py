@@ -8,7 +8,7 @@ import pytest
 
 from steady_queue import hooks
 from steady_queue.testing import run_ready_jobs
-from tests.acceptance.tasks import fail, flaky, record
+from tests.tasks.acceptance import fail, flaky, record
 
 pytestmark = pytest.mark.django_db
 

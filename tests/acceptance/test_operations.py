@@ -12,7 +12,7 @@ from steady_queue.exceptions import JobStateError
 from steady_queue.models import Job, Queue
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultDoesNotExist, TaskResultStatus, default_task_backend
-from tests.acceptance.tasks import discard_myself, fail, one_at_a_time, record, seen
+from tests.tasks.acceptance import discard_myself, fail, one_at_a_time, record, seen
 
 pytestmark = pytest.mark.django_db
 

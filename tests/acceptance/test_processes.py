@@ -13,14 +13,14 @@ from django.utils import timezone
 
 from steady_queue.models import Job, Process, Queue, RecurringTask
 from tests.acceptance.api import default_task_backend
-from tests.acceptance.tasks import (
+from tests.processes.conftest import freeze, has_exited, wait_until
+from tests.tasks.acceptance import (
     hold_safely,
     hold_until,
     hold_with_policy,
     timed_interval,
     write_line,
 )
-from tests.processes.conftest import freeze, has_exited, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -265,7 +265,7 @@ def test_recurring_tasks_are_stored_enqueued_and_can_be_disabled(steady_queue_co
     RecurringTask.objects.create(
         key="qa catch up",
         schedule="0 * * * *",
-        task_path="tests.acceptance.recurring_app.tasks.hourly",
+        task_path="tests.apps.acceptance_recurring_app.tasks.hourly",
         created_at=long_ago,
     )
     RecurringTask.objects.filter(key="qa catch up").update(created_at=long_ago)
@@ -282,7 +282,7 @@ def test_recurring_tasks_are_stored_enqueued_and_can_be_disabled(steady_queue_co
     every_second, daily = tasks["qa every second"], tasks["qa daily report"]
     assert "qa removed from code" not in tasks
     assert daily.enabled is False  # a static task keeps its enabled flag
-    hourly = "tests.acceptance.recurring_app.tasks.hourly"
+    hourly = "tests.apps.acceptance_recurring_app.tasks.hourly"
     wait_until(lambda: Job.objects.filter(task_path=hourly).count() >= 3)
     caught_up = Job.objects.filter(task_path=hourly).count()
     runs = sorted(
@@ -294,7 +294,7 @@ def test_recurring_tasks_are_stored_enqueued_and_can_be_disabled(steady_queue_co
     assert daily.schedule_description == "every day at 12:00"
     assert every_second.queue_name == "low" and every_second.priority == 7
 
-    beat = "tests.acceptance.recurring_app.tasks.beat"
+    beat = "tests.apps.acceptance_recurring_app.tasks.beat"
     wait_until(lambda: Job.objects.filter(task_path=beat, finished_at__isnull=False).count() >= 2)
     job = Job.objects.filter(task_path=beat).first()
     assert (job.queue_name, job.priority) == ("low", 7)
@@ -328,7 +328,7 @@ def test_recurring_tasks_are_stored_enqueued_and_can_be_disabled(steady_queue_co
 
 
 def beat_path() -> str:
-    return "tests.acceptance.recurring_app.tasks.beat"
+    return "tests.apps.acceptance_recurring_app.tasks.beat"
 
 
 def test_hooks_and_job_log_lines(steady_queue_command, tmp_path):
@@ -396,7 +396,7 @@ def test_signal_to_one_child_stops_it_and_the_supervisor_replaces_it(steady_queu
 
 
 def test_maintenance_releases_a_key_blocked_past_its_duration(steady_queue_command):
-    from tests.acceptance.tasks import briefly_limited
+    from tests.tasks.acceptance import briefly_limited
 
     holder = briefly_limited.enqueue("holder")  # never runs: no worker; holds the slot
     waiting = briefly_limited.enqueue("waiting")

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from steady_queue.models import Job, RecurringTask
 from steady_queue.recurring_task import recurring
-from tests.acceptance.tasks import record, send_receipt
+from tests.tasks.acceptance import record, send_receipt
 
 pytestmark = pytest.mark.django_db
 
@@ -76,7 +76,7 @@ def test_queue_not_allowed_priority_out_of_range_and_bad_arguments(no_recurring)
 
 
 def test_task_on_a_backend_missing_from_tasks_is_reported(no_recurring):
-    from tests.acceptance.tasks import on_secondary
+    from tests.tasks.acceptance import on_secondary
 
     recurring(schedule="@hourly", key="elsewhere")(on_secondary)
     only_default = {

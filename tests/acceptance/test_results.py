@@ -18,7 +18,7 @@ from tests.acceptance.api import (
     TaskResultStatus,
     default_task_backend,
 )
-from tests.acceptance.tasks import (
+from tests.tasks.acceptance import (
     async_double,
     fail,
     look_at_myself,
@@ -220,7 +220,7 @@ def test_results_of_each_status_from_get_result():
 
 
 def test_return_value_that_json_cannot_store_fails_the_job():
-    from tests.acceptance.tasks import returns_a_set
+    from tests.tasks.acceptance import returns_a_set
 
     result = returns_a_set.enqueue()
     run_ready_jobs()
@@ -232,7 +232,7 @@ def test_return_value_that_json_cannot_store_fails_the_job():
 @pytest.mark.django_db(transaction=True)
 def test_return_value_nan_fails_the_job_instead_of_leaving_it_claimed():
     from steady_queue.models import Job
-    from tests.acceptance.tasks import returns_nan
+    from tests.tasks.acceptance import returns_nan
 
     result = returns_nan.enqueue()
     try:

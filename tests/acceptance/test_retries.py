@@ -11,7 +11,7 @@ from steady_queue.models import Job
 from steady_queue.retries import RetryPolicy, retry_policy
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultStatus, default_task_backend
-from tests.acceptance.tasks import (
+from tests.tasks.acceptance import (
     fail,
     fetch_rates,
     flaky,

@@ -9,7 +9,7 @@ import pytest
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResult, TaskResultStatus
-from tests.acceptance.tasks import enqueue_more, fail, record, seen, send_welcome_email
+from tests.tasks.acceptance import enqueue_more, fail, record, seen, send_welcome_email
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +68,7 @@ def test_max_jobs_stops_after_n_jobs():
 
 
 def test_max_jobs_also_bounds_jobs_that_reschedule_themselves():
-    from tests.acceptance.tasks import reschedule_forever
+    from tests.tasks.acceptance import reschedule_forever
 
     reschedule_forever.enqueue("unused", 50)
     run_ready_jobs(include_scheduled=True, max_jobs=3)

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from steady_queue import arguments
 from steady_queue.models import Job, Pause, Process, RecurringExecution, RecurringTask
 from steady_queue.testing import run_ready_jobs
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -113,7 +113,7 @@ def test_run_a_recurring_task_now(open_dashboard):
     RecurringTask.objects.create(
         key="nightly-report",
         schedule="0 3 * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize(["report"], {}),
         static=False,
     )
@@ -210,7 +210,7 @@ def seed_a_busy_hour() -> None:
     RecurringTask.objects.create(
         key="nightly-report",
         schedule="0 3 * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize(["report"], {"account_id": 7}),
         description="Builds yesterday's report",
         static=False,
@@ -218,7 +218,7 @@ def seed_a_busy_hour() -> None:
     RecurringTask.objects.create(
         key="sync-contacts",
         schedule="*/15 * * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize([], {}),
         static=False,
         enabled=False,

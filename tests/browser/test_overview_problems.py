@@ -18,7 +18,8 @@ from playwright.sync_api import expect
 from steady_queue.models import FailedExecution, Job, Process, ReadyExecution
 from steady_queue.testing import run_ready_jobs
 from tests.browser.conftest import REPO
-from tests.dashboard import masked_tasks, tasks
+from tests.tasks import dashboard as tasks
+from tests.tasks import masked as masked_tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

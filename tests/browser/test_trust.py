@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from steady_queue.models import FailedExecution, Job
 from steady_queue.testing import run_ready_jobs
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,7 +50,7 @@ def test_discarding_one_job_asks_first(open_dashboard):
     page.locator(".page-head").get_by_role("button", name="Discard").click()
     confirm = page.locator(".confirm")
     expect(confirm).to_contain_text(f"Discard job #{result.id}?")
-    expect(confirm).to_contain_text("tests.dashboard.tasks.fail")
+    expect(confirm).to_contain_text("tests.tasks.dashboard.fail")
     assert Job.objects.filter(pk=result.id).exists()
     confirm.get_by_role("button", name=f"Discard #{result.id}").click()
     expect(page.locator("#sq-messages")).to_contain_text(f"Job {result.id} was discarded.")

@@ -11,7 +11,7 @@ from django.test import Client
 
 from steady_queue.models import Job, Process, ReadyExecution
 from steady_queue.testing import run_ready_jobs
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 
 @pytest.fixture

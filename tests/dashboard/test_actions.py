@@ -11,7 +11,7 @@ from steady_queue import arguments
 from steady_queue.models import Job, Pause, RecurringExecution, RecurringTask
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 from .trust_helpers import confirm_form
 
@@ -135,11 +135,11 @@ def test_all_matching_first_asks_for_confirmation_with_the_count(admin_client, d
     tasks.record.enqueue("ok")
     run_ready_jobs()
     response = admin_client.post(
-        url("jobs-discard", "failed"), {"scope": "all", "task": "tests.dashboard.tasks.fail"}
+        url("jobs-discard", "failed"), {"scope": "all", "task": "tests.tasks.dashboard.fail"}
     )
     html = response.content.decode()
     assert response.status_code == 200 and "Discard 3 jobs" in html
-    assert "Task=tests.dashboard.tasks.fail" in html
+    assert "Task=tests.tasks.dashboard.fail" in html
     assert Job.objects.filter(failed_execution__isnull=False).count() == 3
 
 
@@ -197,7 +197,7 @@ def recurring(db) -> RecurringTask:
     return RecurringTask.objects.create(
         key="nightly-report",
         schedule="0 3 * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize(["report"], {"account_id": 7}),
         static=False,
     )

@@ -68,7 +68,7 @@ def test_recurring_task_page_lists_its_last_runs(admin_client, db):
     task = RecurringTask.objects.create(
         key="report",
         schedule="*/10 * * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize([1], {"account_id": 2}),
         static=False,
     )

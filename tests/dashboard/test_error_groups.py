@@ -13,7 +13,7 @@ from steady_queue.models import FailedExecution, Job
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.error_groups import error_groups, normalise
 from steady_queue_dashboard.models import AuditEntry
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 pytestmark = pytest.mark.django_db
 

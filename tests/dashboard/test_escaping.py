@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ def evil_jobs(db) -> dict[str, Job]:
     finished = tasks.record.enqueue(EVIL, note=EVIL)
     run_ready_jobs()
     queued = Job.enqueue_all(
-        [Job(queue_name=EVIL, task_path="tests.dashboard.tasks.record", backend="secondary")]
+        [Job(queue_name=EVIL, task_path="tests.tasks.dashboard.record", backend="secondary")]
     )[0]
     return {
         "failed": Job.objects.get(pk=failed.id),

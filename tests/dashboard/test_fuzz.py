@@ -114,7 +114,7 @@ def world(db):
     jobs = make_jobs()
     Pause.objects.create(queue_name="mail/pause")
     RecurringTask.objects.create(
-        key="nightly/run", schedule="0 3 * * *", task_path="tests.dashboard.tasks.record"
+        key="nightly/run", schedule="0 3 * * *", task_path="tests.tasks.dashboard.record"
     )
     return jobs
 

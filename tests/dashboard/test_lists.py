@@ -12,8 +12,8 @@ from django.utils import timezone
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard import joblist
-from tests.dashboard import tasks
 from tests.models import Account
+from tests.tasks import dashboard as tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_failed_jobs_filtered_by_task_queue_and_error(admin_client):
     tasks.fail.enqueue("y")
     tasks.record.using(queue_name="low").enqueue(1)
     run_ready_jobs()
-    query = "?task=tests.dashboard.tasks.fail&queue=low&error=builtins.RuntimeError"
+    query = "?task=tests.tasks.dashboard.fail&queue=low&error=builtins.RuntimeError"
     assert listed(admin_client, "failed", query) == [int(wanted.id)]
     assert listed(admin_client, "failed", "?error=builtins.KeyError") == []
 
@@ -210,7 +210,7 @@ def test_job_detail_links_its_recurring_task(admin_client):
     task = RecurringTask.objects.create(
         key="hourly",
         schedule="0 * * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize([], {}),
         static=False,
     )

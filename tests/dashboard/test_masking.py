@@ -11,7 +11,8 @@ from steady_queue.models import Job, RecurringTask
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.masking import MASK
 from steady_queue_dashboard.models import AuditEntry
-from tests.dashboard import masked_tasks, tasks
+from tests.tasks import dashboard as tasks
+from tests.tasks import masked as masked_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +107,7 @@ def test_recurring_task_arguments_are_masked(admin_client):
     RecurringTask.objects.create(
         key="sync",
         schedule="*/5 * * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize([], {"token": "tok-XYZ-SECRET"}),
         static=False,
     )
@@ -120,7 +121,7 @@ def test_patterns_and_masked_arguments_come_from_the_setting(admin_client):
     result = tasks.record.enqueue(pin="1234-VISIBLE?", password="pw-shown", account_id=998877)
     dashboard = {
         "MASK_PATTERNS": ["pin"],
-        "MASKED_ARGUMENTS": {"tests.dashboard.tasks.record": ["account_id"]},
+        "MASKED_ARGUMENTS": {"tests.tasks.dashboard.record": ["account_id"]},
     }
     with override_settings(STEADY_QUEUE_DASHBOARD=dashboard):
         html = admin_client.get(url("job-detail", result.id)).content.decode()
@@ -133,11 +134,11 @@ def test_patterns_and_masked_arguments_come_from_the_setting(admin_client):
 
 def test_a_task_module_that_fails_to_import_still_shows_masked_arguments(admin_client):
     job = Job.objects.create(
-        task_path="tests.dashboard.explosive_tasks.anything",
+        task_path="tests.tasks.explosive.anything",
         queue_name="default",
         arguments=arguments.serialize(["shown"], {"password": "hunter2-SECRET"}),
     )
-    dashboard = {"MASKED_ARGUMENTS": {"tests.dashboard.explosive_tasks.anything": ["x"]}}
+    dashboard = {"MASKED_ARGUMENTS": {"tests.tasks.explosive.anything": ["x"]}}
     with override_settings(STEADY_QUEUE_DASHBOARD=dashboard):
         response = admin_client.get(url("job-detail", job.pk))
     assert response.status_code == 200

@@ -14,7 +14,7 @@ from steady_queue import arguments
 from steady_queue.configuration import Configuration
 from steady_queue.models import FailedExecution, Job, Pause, Process, ReadyExecution, RecurringTask
 from steady_queue.testing import run_ready_jobs
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -103,7 +103,7 @@ def make_recurring() -> RecurringTask:
     task = RecurringTask.objects.create(
         key="nightly",
         schedule="*/45 * * * *",
-        task_path="tests.dashboard.tasks.record",
+        task_path="tests.tasks.dashboard.record",
         arguments=arguments.serialize([], {}),
         static=False,
     )

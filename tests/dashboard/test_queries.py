@@ -10,7 +10,7 @@ from django.urls import reverse
 from steady_queue import arguments
 from steady_queue.models import Job, Process, ReadyExecution, RecurringTask
 from steady_queue.testing import run_ready_jobs
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 from .conftest import make_jobs
 from .test_pages import page_urls
@@ -62,7 +62,7 @@ def many(db):
         task = RecurringTask.objects.create(
             key=f"every-{n}",
             schedule=f"*/{n + 1} * * * *",
-            task_path="tests.dashboard.tasks.record",
+            task_path="tests.tasks.dashboard.record",
             arguments=arguments.serialize([n], {}),
             static=False,
         )

@@ -15,7 +15,7 @@ from django.utils import timezone
 from steady_queue.models import Job
 from steady_queue.recurring_task import describe
 from steady_queue_dashboard import charts
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from steady_queue_dashboard import joblist
 from steady_queue_dashboard.filters import JobFilter
 from steady_queue_dashboard.listings import LISTINGS
 from steady_queue_dashboard.models import AuditEntry
-from tests.dashboard import tasks
+from tests.tasks import dashboard as tasks
 
 from .trust_helpers import confirm_form, cursor, hidden_fields, url
 
@@ -190,7 +190,7 @@ def test_a_bulk_action_failing_part_way_is_audited(admin_client, failures, monke
 def test_detail_pages_whose_key_ends_like_an_action(admin_client, db):
     for key in ("nightly/run", "a/enable", "b/disable"):
         RecurringTask.objects.create(
-            key=key, schedule="0 * * * *", task_path="tests.dashboard.tasks.record", static=False
+            key=key, schedule="0 * * * *", task_path="tests.tasks.dashboard.record", static=False
         )
         response = admin_client.get(url("recurring-detail", key))
         assert response.status_code == 200 and key in response.content.decode()
@@ -250,16 +250,16 @@ def test_system_checks_name_what_the_dashboard_needs():
 def test_discarding_one_job_asks_first_and_the_audit_keeps_the_job(admin_client, jobs):
     page = admin_client.post(url("job-discard", jobs.failed.pk)).content.decode()
     assert Job.objects.filter(pk=jobs.failed.pk).exists()
-    assert "tests.dashboard.tasks.fail" in page
+    assert "tests.tasks.dashboard.fail" in page
     admin_client.post(url("job-discard", jobs.failed.pk), confirm_form(page))
     assert not Job.objects.filter(pk=jobs.failed.pk).exists()
     entry = AuditEntry.objects.get()
-    assert entry.details["task"] == "tests.dashboard.tasks.fail"
+    assert entry.details["task"] == "tests.tasks.dashboard.fail"
     assert entry.details["queue"] == "default" and entry.details["state"] == "failed"
     assert "it broke" in entry.details["arguments"]
     assert entry.link == url("job-detail", jobs.failed.pk)
     html = admin_client.get(url("audit-log")).content.decode()
-    assert f'href="{entry.link}"' in html and "tests.dashboard.tasks.fail" in html
+    assert f'href="{entry.link}"' in html and "tests.tasks.dashboard.fail" in html
 
 
 # Build 3: filters people can use.

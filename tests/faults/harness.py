@@ -26,7 +26,7 @@ from steady_queue.models import (
     ScheduledExecution,
 )
 
-LIMIT = 2  # tests.faults.tasks.limited: to=2
+LIMIT = 2  # tests.tasks.faults.limited: to=2
 # The figures of every scenario of this pytest session, for the terminal summary.
 FIGURES: list[Figures] = []
 

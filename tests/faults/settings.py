@@ -9,7 +9,7 @@ import time
 from steady_queue.compat import task_started
 from tests.processes.settings import *  # noqa: F403
 
-RAISING_RECEIVER_TASK = "tests.faults.tasks.behind_a_raising_receiver"
+RAISING_RECEIVER_TASK = "tests.tasks.faults.behind_a_raising_receiver"
 
 
 def _raise_for_one_task(sender, task_result, **kwargs) -> None:
@@ -23,7 +23,7 @@ task_started.connect(_raise_for_one_task, weak=False)
 def _slow_start(sender, task_result, **kwargs) -> None:
     # Imported here: declaring tasks while the settings load would build the task
     # backends from Django's default TASKS.
-    from tests.faults.tasks import record
+    from tests.tasks.faults import record
 
     # The moment the engine started the run, for the checks of frozen workers.
     record(task_result.args[0], "begin")

@@ -19,9 +19,10 @@ from django.db import connection
 
 from steady_queue.backend import enqueue_all
 from steady_queue.models import FailedExecution, Job, Process
-from tests.faults import harness, tasks
+from tests.faults import harness
 from tests.faults.private_postgres import restart
 from tests.processes.conftest import has_exited, wait_until
+from tests.tasks import faults as tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

@@ -32,3 +32,9 @@ TWO_QUEUES = Configuration.Options(
         Configuration.Worker(queues=["other"], threads=2, polling_interval=0.05),
     ],
 )
+
+# Polls ten seconds apart: a job that starts sooner was woken by a notification.
+SLOW_POLLING = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher(polling_interval=10)],
+    workers=[Configuration.Worker(queues=["*"], threads=2, polling_interval=10)],
+)

@@ -18,7 +18,7 @@ from steady_queue.models import (
     ScheduledExecution,
 )
 from steady_queue.processes import ProcessExitError, ProcessPrunedError
-from tests.processes import tasks
+from tests.tasks import processes as tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

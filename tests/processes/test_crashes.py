@@ -8,8 +8,8 @@ import signal
 import pytest
 
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process
-from tests.processes import tasks
 from tests.processes.conftest import freeze, has_exited, wait_until
+from tests.tasks import processes as tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

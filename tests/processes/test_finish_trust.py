@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, ReadyExecution
-from tests import finish_tasks
 from tests.processes.conftest import wait_until
+from tests.tasks import finish as finish_tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

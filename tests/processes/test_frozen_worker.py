@@ -17,7 +17,7 @@ import pytest
 
 from steady_queue.models import Job, Process
 from tests.processes.conftest import freeze, has_exited, wait_until
-from tests.processes.limited_tasks import limited, unlimited
+from tests.tasks.concurrency import limited, unlimited
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

@@ -27,7 +27,7 @@ pytestmark = [
 ]
 
 SETTINGS = "tests.processes.pgbouncer_settings"
-RECURRING_TASK = "tests.acceptance.recurring_app.tasks.beat"
+RECURRING_TASK = "tests.apps.acceptance_recurring_app.tasks.beat"
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from steady_queue.models import (
 )
 from steady_queue.processes.dispatcher import Dispatcher
 from steady_queue.processes.worker import Worker
-from tests.processes import tasks
+from tests.tasks import processes as tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from steady_queue.models import ClaimedExecution, Job, Pause, Process, ReadyExecution
-from tests.processes import tasks
 from tests.processes.conftest import finished_count, wait_until
+from tests.tasks import processes as tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

@@ -11,8 +11,8 @@ from django.db import DatabaseError, connection
 
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process
-from tests.processes import tasks
 from tests.processes.conftest import finished_count, wait_until
+from tests.tasks import processes as tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

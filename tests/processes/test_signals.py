@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
-from tests.processes import tasks
 from tests.processes.conftest import has_exited, wait_until
+from tests.tasks import processes as tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

@@ -34,7 +34,7 @@ from steady_queue.models import (
 from steady_queue.perform import perform
 from steady_queue.processes import ProcessExitError
 from steady_queue.testing import dispatch_scheduled
-from tests.property import tasks
+from tests.tasks import stateful as tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,7 +25,7 @@ from steady_queue.models import (
 )
 from steady_queue.models.claimed_finish import Failure, Success
 from tests import tasks
-from tests.features import tasks as limited_tasks
+from tests.tasks import features as limited_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

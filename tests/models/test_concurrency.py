@@ -19,8 +19,8 @@ from steady_queue.models import BlockedExecution, ClaimedExecution, Job, Semapho
 from steady_queue.processes.errors import ProcessExitError
 from steady_queue.testing import run_ready_jobs
 from tests import tasks as foundation_tasks
-from tests.features import tasks
 from tests.models import Account
+from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -132,9 +132,9 @@ def test_options_are_found_even_before_the_task_module_is_imported():
 
     from steady_queue.retries import policy_for
 
-    assert "tests.features.late_tasks" not in sys.modules
-    assert limit_for("tests.features.late_tasks.late").to == 4
-    assert policy_for("tests.features.late_tasks.late").attempts == 7
+    assert "tests.tasks.late" not in sys.modules
+    assert limit_for("tests.tasks.late.late").to == 4
+    assert policy_for("tests.tasks.late.late").attempts == 7
 
 
 def race(workers: int, body) -> None:

@@ -13,8 +13,7 @@ from django.utils import timezone
 from steady_queue.models import Job, RecurringExecution, RecurringTask
 from steady_queue.recurring_task import recurring
 from steady_queue.testing import run_ready_jobs
-from tests.features import tasks
-from tests.features.recurring_trust_helpers import (
+from tests.models.recurring_trust_helpers import (
     START,
     Clock,
     booted,
@@ -24,7 +23,8 @@ from tests.features.recurring_trust_helpers import (
     run_times,
     run_until,
 )
-from tests.features.recurring_trust_tasks import UNREACHABLE, broken_key, unreachable
+from tests.tasks import features as tasks
+from tests.tasks.recurring_trust import UNREACHABLE, broken_key, unreachable
 
 pytestmark = pytest.mark.django_db
 

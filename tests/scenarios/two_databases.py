@@ -1,6 +1,6 @@
 """Run Steady Queue with its tables in a second database; exits non-zero on any failure.
 
-Started by test_two_databases with ``DJANGO_SETTINGS_MODULE=tests.features.settings_two_dbs``:
+Started by test_two_databases with ``DJANGO_SETTINGS_MODULE=tests.scenarios.settings_two_dbs``:
 pytest's own database setup knows one database, this needs two.
 """
 

@@ -4,4 +4,4 @@ plus an app with a recurring task for the scheduler to find."""
 from tests.processes.settings import *  # noqa: F403
 from tests.processes.settings import INSTALLED_APPS
 
-INSTALLED_APPS = [*INSTALLED_APPS, "tests.features.recurring_app"]
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.apps.recurring_app"]

@@ -18,7 +18,7 @@ from steady_queue.models import (
 )
 from steady_queue.testing import run_ready_jobs
 from tests import tasks as foundation_tasks
-from tests.features import tasks
+from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -13,12 +13,12 @@ REPO = Path(__file__).resolve().parents[2]
 def test_steady_queue_runs_with_its_tables_in_a_second_sqlite_database(tmp_path):
     environment = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.features.settings_two_dbs",
+        "DJANGO_SETTINGS_MODULE": "tests.scenarios.settings_two_dbs",
         "SQ_TWO_DBS_DIR": str(tmp_path),
         "PYTHONPATH": str(REPO),
     }
     done = subprocess.run(
-        [sys.executable, "-W", "error", "-m", "tests.features.two_databases_scenario"],
+        [sys.executable, "-W", "error", "-m", "tests.scenarios.two_databases"],
         cwd=REPO,
         env=environment,
         capture_output=True,

@@ -12,7 +12,7 @@ from django.utils import timezone
 from steady_queue.models import Job, RecurringExecution, RecurringTask
 from steady_queue.processes.recurring_schedule import RecurringSchedule
 from steady_queue.recurring_task import describe, recurring
-from tests.features import tasks
+from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
 

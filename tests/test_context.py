@@ -13,7 +13,7 @@ from django.utils import timezone
 from steady_queue.compat import TaskResultStatus
 from steady_queue.models import Job
 from steady_queue.testing import dispatch_scheduled, run_ready_jobs
-from tests.features import tasks
+from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
 

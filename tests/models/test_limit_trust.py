@@ -19,7 +19,7 @@ from steady_queue.models import ClaimedExecution, Job, Process, Semaphore
 from steady_queue.perform import perform
 from steady_queue.processes.heartbeat import Heartbeat
 from steady_queue.processes.worker import Worker
-from tests.features import tasks
+from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
 

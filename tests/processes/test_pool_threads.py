@@ -11,8 +11,8 @@ from steady_queue import storage
 from steady_queue.models import Job
 from steady_queue.perform import perform
 from steady_queue.processes.pool import Pool
-from tests import finish_tasks
 from tests.processes.conftest import wait_until
+from tests.tasks import finish as finish_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

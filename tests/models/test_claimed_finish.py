@@ -20,7 +20,7 @@ from steady_queue.models import (
 from steady_queue.perform import perform
 from steady_queue.processes import ProcessExitError
 from steady_queue.testing import run_ready_jobs
-from tests import finish_tasks
+from tests.tasks import finish as finish_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -171,7 +171,7 @@ def test_a_raising_task_finished_receiver_leaves_the_job_successful(raising_rece
     ("name", "error_class"),
     [
         ("cancelled", "asyncio.exceptions.CancelledError"),
-        ("interrupted", "tests.finish_tasks.Interrupted"),
+        ("interrupted", "tests.tasks.finish.Interrupted"),
     ],
 )
 def test_a_base_exception_from_the_task_fails_the_job(name, error_class):

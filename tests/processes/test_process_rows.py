@@ -13,12 +13,12 @@ import pytest
 
 from steady_queue.compat import TaskResultStatus, default_task_backend
 from steady_queue.models import Job, Process, RecurringExecution, RecurringTask
-from tests.features import tasks
 from tests.processes.conftest import wait_until
+from tests.tasks import features as tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
-SETTINGS = "tests.features.process_settings"
+SETTINGS = "tests.processes.recurring_settings"
 EXIT_ERROR = "steady_queue.processes.ProcessExitError"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from steady_queue.compat import task
 from steady_queue.concurrency import limits_concurrency
-from tests.processes.tasks import HOLD_LIMIT, append
+from tests.tasks.processes import HOLD_LIMIT, append
 
 
 def _stamp(log_path: str, event: str, label: str) -> None:

@@ -11,7 +11,7 @@ from steady_queue.compat import TaskResultStatus, default_task_backend
 from steady_queue.models import FailedExecution, Job, ScheduledExecution
 from steady_queue.retries import RetryPolicy, policy_for, retry_policy
 from steady_queue.testing import dispatch_scheduled, run_ready_jobs
-from tests.features import tasks
+from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -149,5 +149,5 @@ def test_bad_policies_are_refused_with_the_reason(options, message):
 
 def test_the_policy_is_found_from_the_task_path():
     assert policy_for(tasks.flaky.module_path).attempts == 3
-    assert policy_for("tests.features.tasks.tick") is None
+    assert policy_for("tests.tasks.features.tick") is None
     assert policy_for("no.such.module.task") is None

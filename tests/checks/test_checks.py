@@ -14,7 +14,7 @@ from steady_queue.checks.recurring import check_recurring_tasks
 from steady_queue.recurring_task import recurring
 from steady_queue.routers import check_queue_database
 from tests import tasks as foundation_tasks
-from tests.features import tasks
+from tests.tasks import features as tasks
 
 
 def messages(errors) -> list[str]:
