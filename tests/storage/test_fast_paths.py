@@ -59,15 +59,6 @@ def test_bulk_enqueue_stores_every_value_exactly():
     assert kwargs == {"when": datetime(2030, 1, 2, tzinfo=UTC)}
 
 
-def test_bulk_enqueue_numbers_jobs_in_call_order():
-    results = enqueue_all([(tasks.add, (i, i), {}) for i in range(300)])
-
-    ids = [int(result.id) for result in results]
-    assert ids == sorted(ids)
-    stored = dict(Job.objects.values_list("pk", "arguments"))
-    assert [stored[pk]["args"] for pk in ids] == [[i, i] for i in range(300)]
-
-
 def test_claim_then_run_costs_a_fixed_number_of_statements(
     worker_process, django_assert_num_queries
 ):
@@ -100,20 +91,6 @@ def test_a_busy_thread_records_each_job_and_claims_the_next_in_one_statement(
 
     assert Job.objects.filter(finished_at__isnull=False).count() == 5
     assert not ClaimedExecution.objects.exists() and not ReadyExecution.objects.exists()
-
-
-def test_claims_take_the_best_jobs_first_and_record_their_start(worker_process):
-    enqueue_all([(tasks.add.using(priority=p), (p, 0), {}) for p in (0, 5, -3, 5)])
-    before = timezone.now()
-
-    claimed = storage.claim(["*"], 3, worker_process)
-
-    assert [c.job.priority for c in claimed] == [5, 5, 0]
-    assert [c.job_id for c in claimed][:2] == sorted(c.job_id for c in claimed[:2])
-    stored = ClaimedExecution.objects.get(job_id=claimed[0].job_id)
-    assert stored.process_id == worker_process.pk and stored.created_at >= before
-    assert claimed[0].job.claimed_execution is claimed[0]  # nothing re-fetched to run it
-    assert ReadyExecution.objects.get().job.priority == -3
 
 
 def test_claims_follow_the_queue_order_and_skip_paused_queues(worker_process):
