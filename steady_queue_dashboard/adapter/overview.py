@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Count, Q
 from django.utils import timezone
 
 import steady_queue
-from steady_queue.compat import task_backends
 from steady_queue.models import FailedExecution, Process, RecurringTask
 
 from .processes import Health
@@ -75,22 +73,6 @@ def scheduler_running() -> bool:
 def recurring_enabled() -> bool:
     """Whether any recurring task is enabled (and so needs a scheduler)."""
     return RecurringTask.objects.filter(enabled=True).exists()
-
-
-def configured_queues() -> set[str]:
-    """Queue names declared in TASKS (QUEUES) and in the workers' configuration."""
-    from steady_queue import configuration
-
-    names = set()
-    for backend in task_backends.all():
-        names.update(getattr(backend, "queues", None) or [])
-    try:
-        workers = configuration.load().configured_workers
-    except ImproperlyConfigured:  # reported by manage.py check
-        workers = []
-    for worker in workers:
-        names.update(q for q in worker.queues if "*" not in q)
-    return names
 
 
 def _queues(metadata) -> list[str]:

@@ -5,36 +5,22 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 
 from steady_queue.models.queue import Queue
+from steady_queue.ops.queues import all_queues, exists
 
 from .actions import Outcome
 
 
 def queues() -> list[Queue]:
-    """Return the queues with ready jobs or a pause, and the configured ones (maybe idle).
+    """The queues with ready jobs or a pause, and the configured ones (maybe idle), by name.
 
-    Each has its size and latency loaded: a configured queue can be paused before
-    its first job.
+    The engine's list (``steady_queue.ops.queues``), which the command line shows too.
     """
-    from .overview import configured_queues
-
-    found = Queue.all()
-    known = {queue.name for queue in found}
-    idle = [Queue._loaded(name, None, False) for name in configured_queues() - known]
-    return sorted(found + idle, key=lambda queue: queue.name)
+    return all_queues()
 
 
 def queue_exists(name: str) -> bool:
     """Whether ``name`` is a queue: configured, paused, or used by any job."""
-    from steady_queue.models import Job, Pause
-
-    from .overview import configured_queues
-
-    if name in configured_queues():
-        return True
-    if "\x00" in name:  # no database stores it, and PostgreSQL refuses to compare it
-        return False
-    jobs = Job.objects.filter(queue_name=name)
-    return jobs.exists() or Pause.objects.filter(queue_name=name).exists()
+    return exists(name)
 
 
 def queue(name: str) -> Queue:
