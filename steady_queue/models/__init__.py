@@ -11,6 +11,7 @@ from .process import Process
 from .queue import Queue
 from .recurring import RecurringExecution, RecurringTask
 from .semaphore import Semaphore
+from .task_rollup import TaskRollup
 
 __all__ = [
     "BlockedExecution",
@@ -25,4 +26,5 @@ __all__ = [
     "RecurringTask",
     "ScheduledExecution",
     "Semaphore",
+    "TaskRollup",
 ]

@@ -45,6 +45,8 @@ class Job(Retryable, Operations, Executable, QueueModel):
     attempts = models.JSONField(_("attempts"), default=list, blank=True)
     # Reported from inside the task: {"current": int, "total": int, "message": str}.
     progress = models.JSONField(_("progress"), null=True, blank=True)
+    # The W3C trace context of the span that enqueued the job (steady_queue.tracing).
+    trace_context = models.JSONField(_("trace context"), null=True, blank=True)
     created_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
