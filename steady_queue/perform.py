@@ -16,6 +16,7 @@ import threading
 from . import storage
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
 from .exceptions import RescheduleJob
+from .log import job_fields
 from .models import ClaimedExecution, Job
 from .models.attempt import error_details
 from .models.claimed_finish import Failure, Reschedule, Success
@@ -84,12 +85,14 @@ def _finished(job: Job, task) -> TaskResult | None:
     try:
         result = result_for(job, task)
     except Exception:
-        logger.exception("Could not build the result of job %s", job.pk)
+        logger.exception("Could not build the result of job %s", job.pk, extra=job_fields(job))
         return None
     try:
         task_finished.send(_backend(), task_result=result)
     except Exception:
-        logger.exception("A task_finished receiver failed for job %s", job.pk)
+        logger.exception(
+            "A task_finished receiver failed for job %s", job.pk, extra=job_fields(job)
+        )
     return result
 
 

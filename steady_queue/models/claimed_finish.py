@@ -28,6 +28,7 @@ import steady_queue
 
 from .. import db
 from ..exceptions import UnstorableOutcome
+from ..log import job_fields
 from .attempt import Attempt, error_details, refused_text, storable
 
 if TYPE_CHECKING:
@@ -122,7 +123,12 @@ class Reschedule(Outcome):
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
         claimed.job.reschedule(self.run_at)
-        logger.info("Rescheduled job %s for %s", claimed.job_id, self.run_at.isoformat())
+        logger.info(
+            "Rescheduled job %s for %s",
+            claimed.job_id,
+            self.run_at.isoformat(),
+            extra=job_fields(claimed.job),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +183,12 @@ class ClaimedFinish:
         except OutcomeNotRecorded:
             raise
         except Exception as refused:
-            logger.error("Could not store the outcome of job %s: %r", self.job_id, refused)
+            logger.error(
+                "Could not store the outcome of job %s: %r",
+                self.job_id,
+                refused,
+                extra=job_fields(self.job),
+            )
             kind = type(refused)
             why = storable(f"{NOT_STORED}: {kind.__module__}.{kind.__qualname__}: {refused}")
             if kind.__module__ == "builtins":
@@ -191,7 +202,11 @@ class ClaimedFinish:
         except OutcomeNotRecorded:
             raise
         except Exception:
-            logger.exception("Could not store even the failure of job %s", self.job_id)
+            logger.exception(
+                "Could not store even the failure of job %s",
+                self.job_id,
+                extra=job_fields(self.job),
+            )
         return self._retrying(lambda: self._store(LastResort(), worker_id, None))
 
     def _store(
@@ -273,7 +288,12 @@ class ClaimedFinish:
                 # Inside a caller's transaction, only the caller can try again.
                 if db.connection().in_atomic_block or time.monotonic() >= deadline:
                     raise OutcomeNotRecorded(message) from exc
-                logger.warning("Recording job %s failed (%s); retrying", self.job_id, exc)
+                logger.warning(
+                    "Recording job %s failed (%s); retrying",
+                    self.job_id,
+                    exc,
+                    extra=job_fields(self.job),
+                )
                 db.connection().close()
                 time.sleep(min(0.1 * 2**retries, 5))
                 retries += 1

@@ -14,6 +14,7 @@ import steady_queue
 
 from .. import configuration, storage
 from ..configuration import seconds
+from ..log import job_fields
 from ..models import ClaimedExecution, Process
 from ..perform import perform_then_claim
 from . import listener
@@ -136,7 +137,11 @@ class Worker(Poller):
                 following = finished.claimed[0]
         except BaseException:
             # perform() ends the job with whatever its task raised; this is about recording it.
-            logger.exception("Could not record the outcome of job %s", claimed.job_id)
+            logger.exception(
+                "Could not record the outcome of job %s",
+                claimed.job_id,
+                extra=job_fields(claimed.job, process_name=self.name),
+            )
             if any(counted):
                 self._claim_failed = True
         finally:
