@@ -45,6 +45,18 @@ def job_fields(job, **more: Any) -> dict[str, Any]:
     return {**fields, **more}
 
 
+def claim_fields(claimed, **more: Any) -> dict[str, Any]:
+    """``job_fields`` of a claim's job, without a query: safe while the database is down.
+
+    Logging runs in error paths (an outage, a failed record) where a lazy load of the
+    job would raise out of the handler and skip what it does next.
+    """
+    job = claimed._state.fields_cache.get("job")
+    if job is None:
+        return {"job_id": str(claimed.job_id), **more}
+    return job_fields(job, **more)
+
+
 @receiver(task_started, dispatch_uid="steady_queue.log.started")
 def log_started(sender, task_result, **kwargs) -> None:
     if _ours(sender):

@@ -28,7 +28,7 @@ import steady_queue
 
 from .. import db
 from ..exceptions import UnstorableOutcome
-from ..log import job_fields
+from ..log import claim_fields, job_fields
 from .attempt import Attempt, error_details, refused_text, storable
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ class ClaimedFinish:
                 "Could not store the outcome of job %s: %r",
                 self.job_id,
                 refused,
-                extra=job_fields(self.job),
+                extra=claim_fields(self),
             )
             kind = type(refused)
             why = storable(f"{NOT_STORED}: {kind.__module__}.{kind.__qualname__}: {refused}")
@@ -205,7 +205,7 @@ class ClaimedFinish:
             logger.exception(
                 "Could not store even the failure of job %s",
                 self.job_id,
-                extra=job_fields(self.job),
+                extra=claim_fields(self),
             )
         return self._retrying(lambda: self._store(LastResort(), worker_id, None))
 
@@ -292,7 +292,7 @@ class ClaimedFinish:
                     "Recording job %s failed (%s); retrying",
                     self.job_id,
                     exc,
-                    extra=job_fields(self.job),
+                    extra=claim_fields(self),
                 )
                 db.connection().close()
                 time.sleep(min(0.1 * 2**retries, 5))

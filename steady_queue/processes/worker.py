@@ -14,7 +14,7 @@ import steady_queue
 
 from .. import configuration, storage
 from ..configuration import seconds
-from ..log import job_fields
+from ..log import claim_fields
 from ..models import ClaimedExecution, Process
 from ..perform import perform_then_claim
 from . import listener
@@ -140,7 +140,7 @@ class Worker(Poller):
             logger.exception(
                 "Could not record the outcome of job %s",
                 claimed.job_id,
-                extra=job_fields(claimed.job, process_name=self.name),
+                extra=claim_fields(claimed, process_name=self.name),
             )
             if any(counted):
                 self._claim_failed = True
