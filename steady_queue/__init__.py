@@ -21,6 +21,9 @@ supervisor_pidfile: str | None = None
 # File the supervisor touches at every turn of its loop, for liveness probes; None: none.
 # ``manage.py steady_queue --liveness-file PATH`` sets it too.
 liveness_file: str | None = None
+# How often a process writes the per-task counts and timings it observed (TaskRollup,
+# read by steady_queue.metrics and the dashboard's Tasks page); also when it stops.
+metrics_flush_interval: timedelta = timedelta(seconds=10)
 # Keep finished jobs in the jobs table (needed for results and recurring uniqueness).
 preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from steady_queue import recurring_task
+from steady_queue.models.task_rollup import tally
 from tests import tasks
 from tests.tasks import features
 
@@ -11,6 +12,7 @@ from tests.tasks import features
 def _reset_calls():
     tasks.CALLS.clear()
     features.RUNS.clear()
+    tally.reset()  # what an earlier test ran without flushing is not this test's
     yield
     tasks.CALLS.clear()
     features.RUNS.clear()

@@ -30,6 +30,7 @@ from .. import db
 from ..exceptions import UnstorableOutcome
 from ..log import claim_fields, job_fields
 from .attempt import Attempt, error_details, refused_text, storable
+from .task_rollup import tally
 
 if TYPE_CHECKING:
     from .execution import ClaimedExecution
@@ -57,8 +58,11 @@ class Outcome:
     def check(self) -> None:
         """Raise before anything is written if the database would refuse this outcome."""
 
-    def store(self, claimed: ClaimedExecution, attempt: Attempt | None) -> None:
-        """Write the outcome; ``attempt`` is None unless ``is_attempt``."""
+    def store(self, claimed: ClaimedExecution, attempt: Attempt | None) -> str | None:
+        """Write the outcome; ``attempt`` is None unless ``is_attempt``.
+
+        Returns the TaskRollup counter the outcome adds to (None: it is no ending).
+        """
         raise NotImplementedError
 
 
@@ -78,7 +82,7 @@ class Success(Outcome):
         """
         return steady_queue.preserve_finished_jobs and not claimed.job.concurrency_key
 
-    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
         from .job import Job
 
         job, jobs = claimed.job, Job.objects
@@ -91,6 +95,7 @@ class Success(Outcome):
             )
         else:
             jobs.filter(pk=job.pk).delete()
+        return "succeeded"
 
     def stored(self, job: Job, attempt: Attempt) -> None:
         job.attempts = [*job.attempts, attempt.to_dict()]
@@ -104,14 +109,14 @@ class Failure(Outcome):
     exc: BaseException
     final: bool = False
 
-    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
         job = claimed.job
         job.attempts = [*job.attempts, attempt.to_dict()]
         job.save(update_fields=["attempts", "updated_at"])
         if self.final:
             job.fail(attempt.error)
-        else:
-            job.fail_or_retry(self.exc, attempt.error)
+            return "failed"
+        return "retried" if job.fail_or_retry(self.exc, attempt.error) else "failed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +155,7 @@ class LastResort(Outcome):
 
     is_attempt: ClassVar[bool] = False
 
-    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
         kind = UnstorableOutcome
         claimed.job.fail(
             {
@@ -159,6 +164,7 @@ class LastResort(Outcome):
                 "traceback": "",
             }
         )
+        return "failed"
 
 
 class ClaimedFinish:
@@ -217,21 +223,39 @@ class ClaimedFinish:
     ) -> bool:
         outcome.check()
         job, attempt = self.job, self._attempt(outcome, worker_id)
-        recorded = self._in_transaction(outcome, attempt) if write is None else write(attempt)
-        if recorded:
-            if isinstance(outcome, Success):
-                outcome.stored(job, attempt)
-            job._state.fields_cache["claimed_execution"] = None
-        return recorded
+        due = job.scheduled_at or job.created_at  # before a retry moves scheduled_at
+        if write is None:
+            counter = self._in_transaction(outcome, attempt)
+        else:  # only a success is written another way
+            counter = "succeeded" if write(attempt) else None
+        if counter is False:
+            return False
+        if isinstance(outcome, Success):
+            outcome.stored(job, attempt)
+        job._state.fields_cache["claimed_execution"] = None
+        if counter:
+            self._tally(counter, attempt, due)
+        return True
 
-    def _in_transaction(self: ClaimedExecution, outcome: Outcome, attempt: Attempt | None) -> bool:
+    def _tally(self: ClaimedExecution, counter: str, attempt: Attempt | None, due) -> None:
+        at, run, wait = timezone.now(), None, None
+        if attempt is not None:
+            at = attempt.finished_at
+            run = (attempt.finished_at - attempt.started_at).total_seconds()
+            wait = (attempt.started_at - due).total_seconds() if due else 0.0
+        tally.observe(self.job.task_path, self.job.queue_name, counter, at=at, run=run, wait=wait)
+
+    def _in_transaction(
+        self: ClaimedExecution, outcome: Outcome, attempt: Attempt | None
+    ) -> str | bool | None:
+        """The outcome's TaskRollup counter (None: none) if the claim was ours, else False."""
         job = self.job
         saved = job.attempts, job.scheduled_at, dict(job._state.fields_cache)
         try:
             with db.atomic():
                 if not self._take():
                     return False
-                outcome.store(self, attempt)
+                counter = outcome.store(self, attempt)
                 if outcome.hands_off_slot:
                     job.unblock_next_blocked_job()
         except BaseException:
@@ -239,7 +263,7 @@ class ClaimedFinish:
             job.attempts, job.scheduled_at = saved[0], saved[1]
             job._state.fields_cache = saved[2]
             raise
-        return True
+        return counter
 
     def _take(self: ClaimedExecution) -> bool:
         """Delete the claim if it is still ours; the deleted row stays locked until commit.

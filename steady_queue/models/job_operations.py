@@ -9,6 +9,7 @@ from django.db import models
 from .. import concurrency, db
 from ..exceptions import JobStateError
 from .job_retryable import state_of
+from .task_rollup import count_cancelled
 
 DISCARDABLE = ("ready_execution", "scheduled_execution", "blocked_execution", "failed_execution")
 
@@ -91,7 +92,7 @@ def _executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:
 
 
 def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
-    from .execution import ReadyExecution
+    from .execution import FailedExecution, ReadyExecution
     from .job import Job
 
     with db.atomic():
@@ -102,6 +103,8 @@ def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
         jobs = Job.objects.filter(pk__in=ids)
         # Only a ready job holds a semaphore slot (blocked ones wait, failed ones gave it back).
         held = _semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
+        if executions.model is not FailedExecution:  # a failed job was counted as failed
+            count_cancelled(jobs)
         _delete_jobs(executions.model, ids)
     _give_back(held)
     return len(ids)

@@ -18,14 +18,15 @@ if TYPE_CHECKING:
 class Retryable:
     """What happens to a job after a failed attempt, and how an operator retries it."""
 
-    def fail_or_retry(self, exc: BaseException, error: dict) -> None:
-        """Schedule the retry the task's policy allows after ``exc``, or fail the job."""
+    def fail_or_retry(self, exc: BaseException, error: dict) -> bool:
+        """Schedule the retry the task's policy allows after ``exc`` (True), or fail the job."""
         policy = retries.policy_for(self.task_path)
         retry_at = policy.retry_at(self, exc, timezone.now()) if policy else None
         if retry_at is None:
             self.fail(error)
-        else:
-            self.reschedule(retry_at)
+            return False
+        self.reschedule(retry_at)
+        return True
 
     def fail(self, error: dict) -> None:
         from .execution import FailedExecution

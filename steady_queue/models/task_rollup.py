@@ -15,11 +15,22 @@ enqueue or scheduled time to its claim).
 
 from __future__ import annotations
 
+import bisect
+import logging
+import os
+import threading
+from collections import defaultdict
 from datetime import UTC, datetime
 
-from django.db import models
+from django.db import IntegrityError, models
+from django.db.models import F
+from django.db.models.functions import Greatest
+from django.utils import timezone
 
+from .. import db
 from .base import QueueModel
+
+logger = logging.getLogger("steady_queue.metrics")
 
 #: Upper bounds of the histogram buckets, in seconds (the last bucket is +Inf).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
@@ -62,6 +73,11 @@ class TaskRollup(QueueModel):
     def __str__(self) -> str:
         return f"{self.task_path} on {self.queue_name} at {self.period:%Y-%m-%d %H:00}"
 
+    @classmethod
+    def all_time(cls) -> datetime:
+        """ALL_TIME as this project stores datetimes (naive under ``USE_TZ = False``)."""
+        return ALL_TIME if timezone.is_aware(timezone.now()) else ALL_TIME.replace(tzinfo=None)
+
     def run_buckets(self) -> list[int]:
         """The observations of each run bucket, the +Inf bucket last."""
         counts = [getattr(self, name) for name in RUN_BUCKET_FIELDS]
@@ -76,3 +92,117 @@ class TaskRollup(QueueModel):
 # like any other (migrations, F() updates), added with Django's own API.
 for _name in (*RUN_BUCKET_FIELDS, *WAIT_BUCKET_FIELDS):
     TaskRollup.add_to_class(_name, models.PositiveBigIntegerField(default=0))
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+class Tally:
+    """What this process observed and has not written yet: increments per row key.
+
+    ``observe`` is called once per ended attempt, on the hot path, so it only adds to a
+    dict under a lock; ``flush`` writes everything in one transaction (the heartbeat
+    does, every few seconds, and a process does when it stops). A flush that fails puts
+    its increments back, to be written by the next one: nothing is counted twice, and
+    what a killed process had not flushed yet is lost (at most one flush interval).
+    """
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what was not written (a forked child: its parent writes it)."""
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str, datetime], dict[str, float]] = {}
+
+    def observe(
+        self,
+        task_path: str,
+        queue_name: str,
+        counter: str,
+        *,
+        at: datetime,
+        run: float | None = None,
+        wait: float | None = None,
+    ) -> None:
+        """Count one ``counter`` (succeeded, failed, retried, cancelled) at ``at``.
+
+        ``run`` and ``wait`` (seconds) are given for an attempt, which counts as a run.
+        """
+        increments = {counter: 1}
+        if run is not None:
+            run, wait = max(run, 0.0), max(wait or 0.0, 0.0)
+            increments.update(runs=1, run_seconds=run, wait_seconds=wait)
+            increments[RUN_BUCKET_FIELDS[bisect.bisect_left(BUCKETS, run)]] = 1
+            increments[WAIT_BUCKET_FIELDS[bisect.bisect_left(BUCKETS, wait)]] = 1
+        with self._lock:
+            for period in (hour_of(at), TaskRollup.all_time()):
+                row = self._pending.setdefault((task_path, queue_name, period), defaultdict(int))
+                _merge(row, increments)
+
+    def flush(self) -> int:
+        """Write what was observed; return how many rows it touched. Raises if it failed."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return 0
+        try:
+            db.retry_deadlocks(lambda: _write(pending))
+        except BaseException:
+            with self._lock:
+                for key, increments in pending.items():
+                    _merge(self._pending.setdefault(key, defaultdict(int)), increments)
+            raise
+        return len(pending)
+
+
+def _merge(row: dict[str, float], increments: dict[str, float]) -> None:
+    for name, value in increments.items():
+        if name in MAXIMA:
+            row[MAXIMA[name]] = max(row.get(MAXIMA[name], 0.0), value)
+        row[name] += value
+
+
+# The maxima come with the sums they belong to.
+MAXIMA = {"run_seconds": "run_max", "wait_seconds": "wait_max"}
+
+
+def _write(pending: dict[tuple[str, str, datetime], dict[str, float]]) -> None:
+    """Add ``pending`` to its rows, creating missing ones; one transaction, keys in order.
+
+    The same order in every process keeps two flushes of the same rows from deadlocking.
+    """
+    rows = TaskRollup.objects
+    with db.atomic():
+        for (task_path, queue_name, period), increments in sorted(pending.items()):
+            key = {"task_path": task_path, "queue_name": queue_name, "period": period}
+            changes = {
+                name: Greatest(F(name), value) if name in MAXIMA.values() else F(name) + value
+                for name, value in increments.items()
+            }
+            if rows.filter(**key).update(**changes):
+                continue
+            try:
+                with db.atomic():  # a savepoint: another process may create it first
+                    TaskRollup(**key, **increments).save(force_insert=True)
+            except IntegrityError:
+                rows.filter(**key).update(**changes)
+
+
+def count_cancelled(jobs: models.QuerySet) -> None:
+    """Count ``jobs`` (pending, about to be discarded) as cancelled, in the caller's transaction."""
+    now = timezone.now()
+    pending: dict[tuple[str, str, datetime], dict[str, float]] = {}
+    groups = jobs.order_by().values_list("task_path", "queue_name").annotate(n=models.Count("pk"))
+    for task_path, queue_name, count in groups:
+        for period in (hour_of(now), TaskRollup.all_time()):
+            pending[(task_path, queue_name, period)] = {"cancelled": count}
+    _write(pending)
+
+
+#: The tally of this process: the processes flush it, the metrics read what was flushed.
+tally = Tally()
+# A child forked while the supervisor held counts would write them a second time (and
+# could inherit the lock held by another thread).
+os.register_at_fork(after_in_child=tally.reset)

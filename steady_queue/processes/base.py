@@ -10,6 +10,7 @@ import socket
 from typing import TYPE_CHECKING, ClassVar
 
 from .. import hooks
+from .heartbeat import flush_tally
 from .interruptible import Interruptible
 from .outages import RETRY_INTERVAL, OutageLog
 
@@ -97,6 +98,12 @@ class Base(Interruptible):
         """Remove this process's row (a few attempts: it runs on the way out)."""
         if self.process is None:
             return
+        try:
+            self._remove_row(release_claims)
+        finally:  # what it counted, failed claims included, before it goes
+            flush_tally(OutageLog(logger, f"Writing the task counts of {self}"))
+
+    def _remove_row(self, release_claims: bool) -> None:
         outage = OutageLog(logger, f"Deregistering {self}")
         for attempt in range(DEREGISTER_ATTEMPTS):
             try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import steady_queue
 
 from ..configuration import seconds
+from ..models.task_rollup import tally
 from .outages import OutageLog, close_connections
 
 if TYPE_CHECKING:
@@ -24,8 +25,22 @@ def _clock() -> float:
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
+def flush_tally(outage: OutageLog) -> None:
+    """Write the counts this process observed; kept for the next flush if that fails."""
+    try:
+        tally.flush()
+    except Exception as exc:
+        outage.failed(exc)
+    else:
+        outage.succeeded()
+
+
 class Heartbeat(threading.Thread):
-    """Record every ``interval`` seconds that ``owner`` is alive; stop it if it was pruned."""
+    """Record every ``interval`` seconds that ``owner`` is alive; stop it if it was pruned.
+
+    Between beats it writes the process's per-task counts, every
+    ``steady_queue.metrics_flush_interval``.
+    """
 
     def __init__(self, owner: Base, interval: float):
         super().__init__(name=f"{owner.name}-heartbeat", daemon=True)
@@ -33,13 +48,19 @@ class Heartbeat(threading.Thread):
         self.interval = interval
         self._stopped = threading.Event()
         self._outage = OutageLog(logger, f"Heartbeat of {owner}")
+        self._flush_outage = OutageLog(logger, f"Writing the task counts of {owner}")
         # When the last beat that found the row was sent (the row was registered just now).
         self._last_beat = _clock()
 
     def run(self) -> None:
+        tick = min(self.interval, seconds(steady_queue.metrics_flush_interval))
+        next_beat = _clock() + self.interval
         try:
-            while not self._stopped.wait(self.interval):
-                self.beat()
+            while not self._stopped.wait(tick):
+                if _clock() >= next_beat:
+                    self.beat()
+                    next_beat = _clock() + self.interval
+                flush_tally(self._flush_outage)
         finally:
             close_connections()
 

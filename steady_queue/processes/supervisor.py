@@ -16,6 +16,7 @@ import steady_queue
 from ..configuration import Options, seconds
 from ..health.liveness import LivenessFile
 from ..models import Process
+from ..models.task_rollup import tally
 from . import maintenance
 from .base import HANDLED_SIGNALS, Base
 from .dispatcher import Dispatcher
@@ -234,6 +235,7 @@ class Supervisor(Base):
                 self._heartbeat()
                 self._next_heartbeat = now + seconds(steady_queue.process_heartbeat_interval)
             self._clean_up_exited()
+            tally.flush()  # the failures of crashed children's jobs, counted here
             if now >= self._next_prune:
                 maintenance.prune_dead_processes(excluding=self.process)
                 maintenance.fail_orphaned_executions()

@@ -1,0 +1,176 @@
+"""The metric families of one scrape, read from the queue database in a fixed number of queries.
+
+A custom collector (prometheus_client's documented way to expose values computed
+elsewhere): the counters are sums that every process wrote to ``TaskRollup``, so they
+add up across processes and machines and survive restarts; a process-local
+``Counter`` could do neither.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.db.models import Count, Min, Q
+from django.utils import timezone
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+import steady_queue
+
+from ..models import (
+    BlockedExecution,
+    ClaimedExecution,
+    FailedExecution,
+    Job,
+    Pause,
+    Process,
+    ReadyExecution,
+    ScheduledExecution,
+    TaskRollup,
+)
+from ..models.task_rollup import BUCKETS
+
+PREFIX = "steady_queue"
+# Finished jobs are counted up to here: reading at most this many index entries keeps a
+# scrape fast with millions kept (the counters say how many ever finished).
+FINISHED_CAP = 100_000
+COUNTERS = {
+    "succeeded": ("jobs_finished", "Jobs that ran successfully."),
+    "failed": ("jobs_failed", "Jobs that failed for good (no retry left, a crash, an operator)."),
+    "retried": ("jobs_retried", "Attempts that failed and were scheduled to run again."),
+    "cancelled": ("jobs_cancelled", "Pending jobs an operator discarded before they ran."),
+}
+
+
+class QueueCollector:
+    """Collect every Steady Queue metric; ``collect`` runs the queries."""
+
+    def collect(self) -> Iterator[Metric]:
+        now = timezone.now()
+        yield from _job_states(now)
+        yield from _task_rollups()
+        yield from _processes(now)
+
+    def describe(self) -> list[Metric]:
+        # Registering asks for a description; an empty one keeps that from querying.
+        return []
+
+
+def _job_states(now: datetime) -> Iterator[Metric]:
+    jobs = GaugeMetricFamily(
+        f"{PREFIX}_jobs",
+        "Jobs by state and queue (ready, scheduled, blocked, running, failed).",
+        labels=["queue", "state"],
+    )
+    latency = GaugeMetricFamily(
+        f"{PREFIX}_queue_latency_seconds",
+        "Age of the oldest ready job of each queue (0 when none is ready).",
+        labels=["queue"],
+    )
+    ready = ReadyExecution.objects.values_list("queue_name").annotate(
+        jobs=Count("pk"), oldest=Min("created_at")
+    )
+    for queue, count, oldest in ready.order_by("queue_name"):
+        jobs.add_metric([queue, "ready"], count)
+        latency.add_metric([queue], max((now - oldest).total_seconds(), 0.0))
+    by_queue = {
+        "scheduled": ScheduledExecution.objects.values_list("queue_name"),
+        "blocked": BlockedExecution.objects.values_list("queue_name"),
+        "running": ClaimedExecution.objects.values_list("job__queue_name"),
+        "failed": FailedExecution.objects.values_list("job__queue_name"),
+    }
+    for state, queues in by_queue.items():
+        for queue, count in queues.annotate(jobs=Count("pk")).order_by():
+            jobs.add_metric([queue, state], count)
+    yield jobs
+    yield latency
+
+    finished = Job.objects.filter(finished_at__isnull=False).order_by()[: FINISHED_CAP + 1]
+    yield GaugeMetricFamily(
+        f"{PREFIX}_finished_jobs_kept",
+        f"Finished jobs kept in the jobs table, counted up to {FINISHED_CAP}.",
+        value=min(finished.count(), FINISHED_CAP),
+    )
+    paused = GaugeMetricFamily(
+        f"{PREFIX}_queue_paused", "1 for each paused queue.", labels=["queue"]
+    )
+    for queue in Pause.objects.order_by("queue_name").values_list("queue_name", flat=True):
+        paused.add_metric([queue], 1)
+    yield paused
+
+
+def _task_rollups() -> Iterator[Metric]:
+    """Counters per task and queue, run time per task, wait per queue: all-time rows."""
+    counters = {
+        field: CounterMetricFamily(f"{PREFIX}_{name}", help_text, labels=["task", "queue"])
+        for field, (name, help_text) in COUNTERS.items()
+    }
+    runs: dict[str, list[float]] = defaultdict(lambda: [0.0] * (len(BUCKETS) + 2))
+    waits: dict[str, list[float]] = defaultdict(lambda: [0.0] * (len(BUCKETS) + 2))
+    rows = TaskRollup.objects.filter(period=TaskRollup.all_time()).order_by(
+        "task_path", "queue_name"
+    )
+    for row in rows:
+        for field, family in counters.items():
+            family.add_metric([row.task_path, row.queue_name], getattr(row, field))
+        _add(runs[row.task_path], row.run_buckets(), row.run_seconds)
+        _add(waits[row.queue_name], row.wait_buckets(), row.wait_seconds)
+    yield from counters.values()
+    yield _histogram("job_run_duration_seconds", "How long attempts ran, per task.", "task", runs)
+    yield _histogram(
+        "job_wait_seconds",
+        "How long jobs waited to start once due (enqueue or scheduled time to claim), per queue.",
+        "queue",
+        waits,
+    )
+
+
+def _add(totals: list[float], buckets: list[int], seconds: float) -> None:
+    # [bucket counts..., +Inf count, sum]
+    for index, count in enumerate(buckets):
+        totals[index] += count
+    totals[-1] += seconds
+
+
+def _histogram(name: str, help_text: str, label: str, series: dict) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(f"{PREFIX}_{name}", help_text, labels=[label])
+    bounds = [*(str(bound) for bound in BUCKETS), "+Inf"]
+    for value in sorted(series):
+        totals, cumulative, buckets = series[value], 0, []
+        for bound, count in zip(bounds, totals[:-1], strict=True):
+            cumulative += count
+            buckets.append((bound, cumulative))
+        family.add_metric([value], buckets, sum_value=totals[-1])
+    return family
+
+
+def _processes(now: datetime) -> Iterator[Metric]:
+    cutoff = now - steady_queue.process_alive_threshold
+    live = GaugeMetricFamily(
+        f"{PREFIX}_processes",
+        "Live processes (heartbeat within the threshold) by kind.",
+        labels=["kind"],
+    )
+    rows = Process.objects.values_list("kind").annotate(
+        live=Count("pk", filter=Q(last_heartbeat_at__gte=cutoff)),
+        oldest=Min("last_heartbeat_at"),
+    )
+    # Every kind, 0 included: "no live worker" is an alert on a value, not a missing series.
+    counts, oldest = dict.fromkeys(Process.Kind.values, 0), None
+    for kind, count, heartbeat in rows.order_by():
+        counts[kind] = count
+        oldest = heartbeat if oldest is None else min(oldest, heartbeat)
+    for kind, count in counts.items():
+        live.add_metric([kind], count)
+    yield live
+    yield GaugeMetricFamily(
+        f"{PREFIX}_oldest_heartbeat_age_seconds",
+        "Seconds since the oldest heartbeat of any registered process (0 with none).",
+        value=max((now - oldest).total_seconds(), 0.0) if oldest else 0.0,
+    )
