@@ -1,0 +1,41 @@
+"""bench/observability.py: the benchmark's settings, with the dashboard and the metrics view.
+
+django-tasks-db is left out: nothing here compares with it.
+"""
+
+from bench.settings import *  # noqa: F403
+from bench.settings import INSTALLED_APPS, TASKS
+
+TASKS = {"default": TASKS["default"]}
+
+INSTALLED_APPS = [
+    *(app for app in INSTALLED_APPS if app != "django_tasks_db"),
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django_htmx",
+    "django_filters",
+    "steady_queue_dashboard",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+ROOT_URLCONF = "bench.observability_urls"
+ALLOWED_HOSTS = ["*"]
+STEADY_QUEUE_METRICS_TOKEN = "bench"
