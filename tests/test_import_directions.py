@@ -29,6 +29,7 @@ RULES = {
     # Services beside the backend: they read and change state, they run no process.
     "steady_queue/health": ["steady_queue.processes", "steady_queue.management"],
     "steady_queue/ops": ["steady_queue.processes", "steady_queue.management"],
+    "steady_queue/metrics": ["steady_queue.processes", "steady_queue.management"],
     "steady_queue": ["steady_queue_dashboard"],
     "steady_queue_dashboard": ["steady_queue.processes", "steady_queue.storage"],
 }

@@ -234,7 +234,10 @@ class ClaimedFinish:
             outcome.stored(job, attempt)
         job._state.fields_cache["claimed_execution"] = None
         if counter:
-            self._tally(counter, attempt, due)
+            try:
+                self._tally(counter, attempt, due)
+            except Exception:  # counting must never change how a recorded job ended
+                logger.exception("Could not count the outcome of job %s", self.job_id)
         return True
 
     def _tally(self: ClaimedExecution, counter: str, attempt: Attempt | None, due) -> None:

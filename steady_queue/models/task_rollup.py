@@ -134,8 +134,10 @@ class Tally:
         if run is not None:
             run, wait = max(run, 0.0), max(wait or 0.0, 0.0)
             increments.update(runs=1, run_seconds=run, wait_seconds=wait)
-            increments[RUN_BUCKET_FIELDS[bisect.bisect_left(BUCKETS, run)]] = 1
-            increments[WAIT_BUCKET_FIELDS[bisect.bisect_left(BUCKETS, wait)]] = 1
+            for fields, seconds in ((RUN_BUCKET_FIELDS, run), (WAIT_BUCKET_FIELDS, wait)):
+                bucket = bisect.bisect_left(BUCKETS, seconds)
+                if bucket < len(BUCKETS):  # beyond the last bound: +Inf, kept as runs - sum
+                    increments[fields[bucket]] = 1
         with self._lock:
             for period in (hour_of(at), TaskRollup.all_time()):
                 row = self._pending.setdefault((task_path, queue_name, period), defaultdict(int))

@@ -30,21 +30,23 @@ def test_a_flush_adds_to_the_hour_and_all_time_rows_and_keeps_maxima(db):
     counted = Tally()
     counted.observe("app.t", "default", "succeeded", at=AT, run=0.02, wait=3.0)
     counted.observe("app.t", "default", "failed", at=AT, run=7.0, wait=0.001)
+    counted.observe("app.t", "default", "failed", at=AT, run=3600.0, wait=86400.0)  # +Inf
     assert counted.flush() == 2
     counted.observe("app.t", "default", "succeeded", at=AT + timedelta(hours=1), run=0.5, wait=0)
     assert counted.flush() == 2
     assert counted.flush() == 0  # nothing pending: no query either
 
     hour = TaskRollup.objects.get(period=datetime(2026, 11, 24, 10, tzinfo=UTC))
-    assert (hour.runs, hour.succeeded, hour.failed, hour.retried) == (2, 1, 1, 0)
-    assert hour.run_max == 7.0 and hour.wait_max == 3.0
-    assert hour.run_seconds == pytest.approx(7.02)
+    assert (hour.runs, hour.succeeded, hour.failed, hour.retried) == (3, 1, 2, 0)
+    assert hour.run_max == 3600.0 and hour.wait_max == 86400.0
+    assert hour.run_seconds == pytest.approx(3607.02)
     buckets = hour.run_buckets()
     assert buckets[BUCKETS.index(0.025)] == 1 and buckets[BUCKETS.index(10.0)] == 1
-    assert sum(buckets) == 2
+    assert buckets[-1] == 1 and sum(buckets) == 3  # the last: +Inf
+    assert hour.wait_buckets()[-1] == 1
     total = TaskRollup.objects.get(period=TaskRollup.all_time())
-    assert (total.runs, total.succeeded, total.failed) == (3, 2, 1)
-    assert total.run_max == 7.0
+    assert (total.runs, total.succeeded, total.failed) == (4, 2, 2)
+    assert total.run_max == 3600.0
 
 
 def test_a_flush_that_fails_keeps_its_counts_for_the_next(db, unreachable_database):  # noqa: F811
