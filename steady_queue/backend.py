@@ -38,12 +38,13 @@ class SteadyQueueBackend(BaseTaskBackend):
 
     def enqueue_all(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
         """Enqueue many task calls in a constant number of queries; all or nothing."""
-        from . import storage
+        from . import storage, tracing
 
         calls = list(calls)
         validated: set[int] = set()  # ids of the Task objects already validated
         jobs = [self._build_job(task, args, kwargs, validated) for task, args, kwargs in calls]
-        storage.enqueue(jobs)
+        with tracing.enqueue_span(jobs):
+            storage.enqueue(jobs)
         results = [
             self._new_result(job, task) for job, (task, _, _) in zip(jobs, calls, strict=True)
         ]

@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 
-from . import storage
+from . import storage, tracing
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
 from .exceptions import RescheduleJob
 from .log import job_fields
@@ -42,6 +42,13 @@ def perform_then_claim(
 def _perform(
     claimed: ClaimedExecution, then_claim: storage.ClaimNext | None
 ) -> tuple[TaskResult | None, storage.Finished]:
+    with tracing.run_span(claimed.job) as run:
+        return _run(claimed, then_claim, run)
+
+
+def _run(
+    claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: tracing.Run
+) -> tuple[TaskResult | None, storage.Finished]:
     job, task, store = claimed.job, None, storage.for_alias()
     try:
         task = task_for(job)
@@ -50,9 +57,13 @@ def _perform(
         return_value = _call(task, started, job)
     except RescheduleJob as request:
         # Not an attempt: nothing is recorded but the new time, and no task_finished.
-        return None, store.finish(claimed, Reschedule(request.run_at), then_claim=then_claim)
+        finished = store.finish(claimed, Reschedule(request.run_at), then_claim=then_claim)
+        run.ended("rescheduled" if finished.recorded else "lost")
+        return None, finished
     except BaseException as exc:
+        run.failed(exc)
         finished = store.finish(claimed, Failure(exc), then_claim=then_claim)
+        run.ended(_failure_outcome(job) if finished.recorded else "lost")
         if not finished.recorded or task is None:
             return None, finished  # lost the claim, or no task to describe it with
         # Sent inside the handler so that receivers can read sys.exc_info().
@@ -64,7 +75,13 @@ def _perform(
             raise  # Ctrl-C in run_ready_jobs: recorded, and the caller stops
         return result, finished
     finished = store.finish(claimed, Success(return_value), then_claim=then_claim)
+    run.ended("succeeded" if finished.recorded else "lost")
     return (_finished(job, task) if finished.recorded else None), finished
+
+
+def _failure_outcome(job: Job) -> str:
+    # A failure that is final leaves the job its failed execution; a retry, none.
+    return "failed" if job._state.fields_cache.get("failed_execution") else "retried"
 
 
 def _call(task, result: TaskResult, job: Job):
