@@ -164,3 +164,24 @@ def _time_ticks(starts: list[datetime], slot: float) -> list[Tick]:
 
 def _local(when: datetime) -> datetime:
     return timezone.localtime(when) if timezone.is_aware(when) else when
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    points: str
+    width: int
+    height: int
+    peak: int
+
+
+def sparkline(values: list[int], width: int = 120, height: int = 24) -> Sparkline:
+    """A polyline through ``values`` (oldest first), scaled to the highest; flat when all 0."""
+    peak = max(values, default=0)
+    step = width / max(len(values) - 1, 1)
+    # One pixel of margin, so that the line is not cut at the top and bottom edges.
+    usable = height - 2
+    points = " ".join(
+        f"{index * step:.1f},{height - 1 - (value / peak if peak else 0) * usable:.1f}"
+        for index, value in enumerate(values)
+    )
+    return Sparkline(points, width, height, peak)

@@ -18,6 +18,7 @@ from .views import (
     processes,
     queues,
     recurring,
+    tasks,
 )
 
 
@@ -76,6 +77,7 @@ urlpatterns = [
     path("recurring/", recurring.recurring_list, name="recurring-list"),
     path("recurring/<sq_key:key>/", recurring.recurring_detail, name="recurring-detail"),
     path("concurrency/", concurrency.concurrency, name="concurrency"),
+    path("tasks/", tasks.task_list, name="tasks"),
     path("audit/", audit_log.audit_log, name="audit-log"),
     path("errors/", errors.error_group_list, name="error-groups"),
     path("errors/<slug:key>/<slug:action>/", errors.error_group_action, name="error-group-action"),

@@ -32,8 +32,11 @@ from .recurring import (
     run_recurring_task,
     set_recurring_enabled,
 )
+from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 
 __all__ = [
+    "DEFAULT_WINDOW",
+    "WINDOWS",
     "Attempt",
     "ConcurrencyKey",
     "Event",
@@ -42,6 +45,7 @@ __all__ = [
     "ProcessNode",
     "Queue",
     "Tally",
+    "TaskStats",
     "act_on_job",
     "act_on_jobs",
     "activity",
@@ -72,5 +76,6 @@ __all__ = [
     "run_time",
     "set_recurring_enabled",
     "status_counts",
+    "task_stats",
     "timeline",
 ]

@@ -139,6 +139,26 @@ def duration(delta: timedelta | None) -> str:
 
 
 @register.filter
+def seconds(value: float | None) -> str:
+    """Render seconds of a timing: "4 ms", "2.5 s", then as ``duration``."""
+    if value is None:
+        return "—"
+    if value < 1:
+        return _("%(n)d ms") % {"n": round(value * 1000)}
+    if value < 10:
+        return _("%(n)s s") % {"n": formats.number_format(value, 1)}
+    return duration(timedelta(seconds=value))
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """Render a ratio as "2.5 %" ("—" for None)."""
+    if value is None:
+        return "—"
+    return _("%(n)s %%") % {"n": formats.number_format(value * 100, 1)}
+
+
+@register.filter
 def since(when: datetime | None) -> timedelta | None:
     return timezone.now() - when if when else None
 

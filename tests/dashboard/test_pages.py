@@ -21,6 +21,7 @@ def page_urls(jobs) -> dict[str, str]:
         "recurring": reverse("steady_queue_dashboard:recurring-list"),
         "concurrency": reverse("steady_queue_dashboard:concurrency"),
         "audit": reverse("steady_queue_dashboard:audit-log"),
+        "tasks": reverse("steady_queue_dashboard:tasks"),
     }
     for status in STATUSES:
         urls[status] = reverse("steady_queue_dashboard:job-list", args=[status])
@@ -37,6 +38,7 @@ FRAGMENT_IDS = {
     "recurring": 'id="recurring-table"',
     "concurrency": 'id="concurrency-table"',
     "audit": 'id="audit-table"',
+    "tasks": 'id="task-table"',
     **{status: 'id="job-list"' for status in STATUSES},
 }
 

@@ -30,6 +30,7 @@ BUDGET = {
     "recurring": 4,  # + whether a scheduler is alive
     "concurrency": 7,
     "audit": 3,
+    "tasks": 6,  # the window's sums, the sparklines' hours, and the queue names (2)
     "pending": 11,
     "scheduled": 11,
     "in-progress": 11,
