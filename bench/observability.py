@@ -98,7 +98,8 @@ def _fill(options: argparse.Namespace) -> None:
     jobs = [_job(queue_name=queues[n % 5]) for n in range(1000)]
     jobs += [_job(queue_name="default", scheduled_at=later) for _ in range(200)]
     storage.for_alias().enqueue(jobs)
-    ids = list(Job.objects.filter(scheduled_at__isnull=True).values_list("pk", flat=True)[:100])
+    ready = Job.objects.filter(ready_execution__isnull=False).order_by("pk")
+    ids = list(ready.values_list("pk", flat=True)[:100])
     for job in Job.objects.filter(pk__in=ids):  # a hundred failed jobs
         job.ready_execution.delete()
         job.fail({"exception_class": "ValueError", "message": "bench", "traceback": ""})

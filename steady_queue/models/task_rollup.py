@@ -133,7 +133,9 @@ class Tally:
         increments = {counter: 1}
         if run is not None:
             run, wait = max(run, 0.0), max(wait or 0.0, 0.0)
-            increments.update(runs=1, run_seconds=run, wait_seconds=wait)
+            increments.update(
+                runs=1, run_seconds=run, wait_seconds=wait, run_max=run, wait_max=wait
+            )
             for fields, seconds in ((RUN_BUCKET_FIELDS, run), (WAIT_BUCKET_FIELDS, wait)):
                 bucket = bisect.bisect_left(BUCKETS, seconds)
                 if bucket < len(BUCKETS):  # beyond the last bound: +Inf, kept as runs - sum
@@ -161,13 +163,11 @@ class Tally:
 
 def _merge(row: dict[str, float], increments: dict[str, float]) -> None:
     for name, value in increments.items():
-        if name in MAXIMA:
-            row[MAXIMA[name]] = max(row.get(MAXIMA[name], 0.0), value)
-        row[name] += value
+        row[name] = max(row[name], value) if name in MAXIMA else row[name] + value
 
 
-# The maxima come with the sums they belong to.
-MAXIMA = {"run_seconds": "run_max", "wait_seconds": "wait_max"}
+# Columns that keep the largest value written, where the others add.
+MAXIMA = ("run_max", "wait_max")
 
 
 def _write(pending: dict[tuple[str, str, datetime], dict[str, float]]) -> None:
@@ -180,7 +180,7 @@ def _write(pending: dict[tuple[str, str, datetime], dict[str, float]]) -> None:
         for (task_path, queue_name, period), increments in sorted(pending.items()):
             key = {"task_path": task_path, "queue_name": queue_name, "period": period}
             changes = {
-                name: Greatest(F(name), value) if name in MAXIMA.values() else F(name) + value
+                name: Greatest(F(name), value) if name in MAXIMA else F(name) + value
                 for name, value in increments.items()
             }
             if rows.filter(**key).update(**changes):

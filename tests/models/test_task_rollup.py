@@ -56,9 +56,14 @@ def test_a_flush_that_fails_keeps_its_counts_for_the_next(db, unreachable_databa
     counted.observe("app.t", "default", "succeeded", at=AT, run=1.0, wait=1.0)
     with pytest.raises(Exception):  # noqa: B017 (whatever the driver raises)
         counted.flush()
+    counted.observe("app.t", "default", "succeeded", at=AT, run=0.5, wait=2.0)
+    with pytest.raises(Exception):  # noqa: B017 (the kept counts merge with new ones)
+        counted.flush()
     steady_queue.database = "default"  # the fixture puts it back afterwards
     assert counted.flush() == 2
-    assert TaskRollup.objects.get(period=TaskRollup.all_time()).succeeded == 1
+    total = TaskRollup.objects.get(period=TaskRollup.all_time())
+    assert (total.runs, total.succeeded, total.run_seconds) == (2, 2, 1.5)
+    assert (total.run_max, total.wait_max) == (1.0, 2.0)  # maxima, not sums
 
 
 def test_outcomes_count_once_each_and_a_reschedule_not_at_all(db):
