@@ -109,6 +109,13 @@ def _fill(options: argparse.Namespace) -> None:
             rows.append(_rollup(f"app.tasks.task_{task}", "default", now - timedelta(hours=hour)))
         rows.append(_rollup(f"app.tasks.task_{task}", "default", TaskRollup.all_time()))
     TaskRollup.objects.bulk_create(rows, batch_size=2000)
+    # Analyzed, as autovacuum would have done to a table that grew over 30 days.
+    from django.db import connection
+
+    analyze = {"postgresql": "ANALYZE", "mysql": "ANALYZE TABLE", "sqlite": "ANALYZE"}
+    with connection.cursor() as cursor:
+        for table in ("steady_queue_task_rollups", "steady_queue_ready_executions"):
+            cursor.execute(f"{analyze[connection.vendor]} {table}")
 
 
 def _job(**fields):

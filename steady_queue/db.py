@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+
 from django.db import OperationalError, connections, transaction
 
 import steady_queue
 
+# Set by ``using_alias``: the alias the current thread (or task) reads and writes instead.
+_override: ContextVar[str | None] = ContextVar("steady_queue_database", default=None)
+
 
 def alias() -> str:
-    """Return the database alias that holds the queue tables."""
-    return steady_queue.database
+    """Return the database alias that holds the queue tables (here and now)."""
+    return _override.get() or steady_queue.database
+
+
+@contextlib.contextmanager
+def using_alias(name: str | None) -> Iterator[str]:
+    """Send the queue models' queries to ``name`` inside the block (None: no change).
+
+    For one thread (or asyncio task) only: the dashboard reads a replica this way
+    while the workers of the same process keep the queue database.
+    """
+    token = _override.set(name) if name else None
+    try:
+        yield alias()
+    finally:
+        if token is not None:
+            _override.reset(token)
 
 
 def connection():

@@ -11,6 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from steady_queue import db
+
+from .conf import setting
+
 MANAGE_PERMISSION = "steady_queue.manage_jobs"
 
 
@@ -36,7 +40,11 @@ def guard(view: Callable | None = None, *, action: bool = False) -> Callable:
                 raise PermissionDenied
             if action and not can_manage(user):
                 raise PermissionDenied
-            return view(request, *args, **kwargs)
+            if action or request.method not in ("GET", "HEAD"):
+                return view(request, *args, **kwargs)
+            # Pages may read a replica; what an action changes is read on the primary.
+            with db.using_alias(setting("READ_DATABASE")):
+                return view(request, *args, **kwargs)
 
         return require_POST(guarded) if action else guarded
 

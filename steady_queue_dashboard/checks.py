@@ -78,3 +78,20 @@ def _context_processors() -> set[str] | None:
         for engine in engines
         for name in engine.get("OPTIONS", {}).get("context_processors", [])
     }
+
+
+@checks.register(checks.Tags.compatibility)
+def check_read_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """A READ_DATABASE that is no alias would fail every page with a 500."""
+    from .conf import setting
+
+    alias = setting("READ_DATABASE")
+    if alias is None or alias in settings.DATABASES:
+        return []
+    return [
+        checks.Error(
+            f"STEADY_QUEUE_DASHBOARD['READ_DATABASE'] is {alias!r}, which is not in DATABASES.",
+            hint="Name the alias of a replica of the queue database, or remove the setting.",
+            id="steady_queue_dashboard.E004",
+        )
+    ]

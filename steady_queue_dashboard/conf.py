@@ -31,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     "FAILURE_SPIKE_BASELINE": timedelta(hours=1),
     "FAILURE_SPIKE_FACTOR": 3,
     "FAILURE_SPIKE_MINIMUM": 5,
+    # A database alias (a read replica of the queue database) that pages read from;
+    # actions always write to the queue database. None: pages read the queue database.
+    "READ_DATABASE": None,
     # Where the "Log out" button posts; None tries the URL names "logout" and "admin:logout".
     "LOGOUT_URL": None,
 }

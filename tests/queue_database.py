@@ -22,19 +22,22 @@ DATABASES = ["default", ALIAS]
 
 
 @contextmanager
-def queue_alias() -> Iterator[None]:
-    """Declare the "queue" alias, on the test database, for the tests inside.
+def queue_alias(name: str = ALIAS) -> Iterator[None]:
+    """Declare the alias ``name`` ("queue"), on the test database, for the tests inside.
 
     Only after the test databases exist (``django_db_setup``) and before a test case
     validates its ``databases``. A test mirror of "default": flushed once, with it.
     """
     default = connections["default"].settings_dict
     # connections.settings is settings.DATABASES: the alias exists for the checks too.
-    connections.settings[ALIAS] = {**default, "TEST": {**default["TEST"], "MIRROR": "default"}}
+    connections.settings[name] = {**default, "TEST": {**default["TEST"], "MIRROR": "default"}}
     try:
         yield
     finally:
-        del connections.settings[ALIAS]
+        del connections.settings[name]
+        if name in connections:
+            connections[name].close()
+            del connections[name]
 
 
 @contextmanager

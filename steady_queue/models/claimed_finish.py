@@ -227,8 +227,8 @@ class ClaimedFinish:
         if write is None:
             counter = self._in_transaction(outcome, attempt)
         else:  # only a success is written another way
-            counter = "succeeded" if write(attempt) else None
-        if counter is False:
+            counter = "succeeded" if write(attempt) else False
+        if counter is False:  # the claim was lost: nothing changed
             return False
         if isinstance(outcome, Success):
             outcome.stored(job, attempt)
