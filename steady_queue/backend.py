@@ -32,6 +32,12 @@ class SteadyQueueBackend(BaseTaskBackend):
     supports_priority = True
     task_class = SteadyQueueTask
 
+    def __init__(self, alias: str, params: dict):
+        super().__init__(alias, params)
+        #: The alias of this backend's queue database (OPTIONS["database"]); None: the
+        #: project's queue database, ``steady_queue.database``.
+        self.database: str | None = self.options.get("database")
+
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
         """Store the job and its execution in one transaction and return its result."""
         return self.enqueue_all([(task, args, kwargs)])[0]
@@ -43,7 +49,7 @@ class SteadyQueueBackend(BaseTaskBackend):
         calls = list(calls)
         validated: set[int] = set()  # ids of the Task objects already validated
         jobs = [self._build_job(task, args, kwargs, validated) for task, args, kwargs in calls]
-        with tracing.enqueue_span(jobs):
+        with db.using_alias(self.database), tracing.enqueue_span(jobs):
             storage.enqueue(jobs)
         results = [
             self._new_result(job, task) for job, (task, _, _) in zip(jobs, calls, strict=True)
@@ -60,11 +66,12 @@ class SteadyQueueBackend(BaseTaskBackend):
         from .models import Job
         from .results import result_for
 
-        try:
-            job = Job.objects.with_execution().get(pk=int(result_id))
-        except (ValueError, TypeError, Job.DoesNotExist) as exc:
-            raise TaskResultDoesNotExist(result_id) from exc
-        return result_for(job)
+        with db.using_alias(self.database):
+            try:
+                job = Job.objects.with_execution().get(pk=int(result_id))
+            except (ValueError, TypeError, Job.DoesNotExist) as exc:
+                raise TaskResultDoesNotExist(result_id) from exc
+            return result_for(job)
 
     async def aget_result(self, result_id: str) -> TaskResult:
         return await sync_to_async(self.get_result, thread_sensitive=True)(result_id)

@@ -34,6 +34,20 @@ def using_alias(name: str | None) -> Iterator[str]:
             _override.reset(token)
 
 
+def queue_aliases() -> set[str]:
+    """Every alias holding queue tables: ``steady_queue.database`` and the backends' own.
+
+    A Steady Queue backend in TASKS with ``OPTIONS["database"]`` keeps its jobs there.
+    """
+    from .compat import task_backends
+
+    aliases = {steady_queue.database}
+    for backend in task_backends.all():
+        if database := getattr(backend, "database", None):
+            aliases.add(database)
+    return aliases
+
+
 def connection():
     return connections[alias()]
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core import checks
 
+import steady_queue
+
 from . import db
 
 APP_LABEL = "steady_queue"
@@ -32,15 +34,37 @@ class SteadyQueueRouter:
         return True if ours == {True} else None
 
     def allow_migrate(self, database: str, app_label: str, **hints) -> bool | None:
+        queue_databases = db.queue_aliases()
         if app_label == APP_LABEL:
-            return database == db.alias()
+            return database in queue_databases
         # Keep other apps' tables out of a dedicated queue database.
-        return False if database == db.alias() != "default" else None
+        return False if database in queue_databases and database != "default" else None
 
 
 def check_queue_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Report a queue database alias that does not exist or is not routed to."""
-    alias = db.alias()
+    return _check_backend_databases() + _check_alias(steady_queue.database)
+
+
+def _check_backend_databases() -> list[checks.CheckMessage]:
+    from .backend import SteadyQueueBackend
+    from .compat import task_backends
+
+    return [
+        checks.Error(
+            f"TASKS[{backend.alias!r}]['OPTIONS']['database'] is {backend.database!r}, "
+            "which is not in DATABASES.",
+            hint="Name the alias of the backend's queue database, or remove the option.",
+            id="steady_queue.E213",
+        )
+        for backend in task_backends.all()
+        if isinstance(backend, SteadyQueueBackend)
+        and backend.database
+        and backend.database not in settings.DATABASES
+    ]
+
+
+def _check_alias(alias: str) -> list[checks.CheckMessage]:
     if alias not in settings.DATABASES:
         return [
             checks.Error(

@@ -13,6 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from steady_queue import db
 
+from . import instances
 from .conf import setting
 
 MANAGE_PERMISSION = "steady_queue.manage_jobs"
@@ -40,11 +41,12 @@ def guard(view: Callable | None = None, *, action: bool = False) -> Callable:
                 raise PermissionDenied
             if action and not can_manage(user):
                 raise PermissionDenied
-            if action or request.method not in ("GET", "HEAD"):
-                return view(request, *args, **kwargs)
-            # Pages may read a replica; what an action changes is read on the primary.
-            with db.using_alias(setting("READ_DATABASE")):
-                return view(request, *args, **kwargs)
+            with instances.serving(request) as served:
+                if action or request.method not in ("GET", "HEAD") or served.backend:
+                    return view(request, *args, **kwargs)
+                # Pages may read a replica; what an action changes is read on the primary.
+                with db.using_alias(setting("READ_DATABASE")):
+                    return view(request, *args, **kwargs)
 
         return require_POST(guarded) if action else guarded
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from django.dispatch import receiver
 from django.http import HttpRequest
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch
 
 from steady_queue.ops.audit import operation_performed
 
-from . import adapter
+from . import adapter, instances
 from .adapter import Outcome
 from .models import AuditEntry
 
@@ -63,7 +63,7 @@ def record_operation(
     link = ""
     if link_to:
         try:
-            link = reverse(f"steady_queue_dashboard:{link_to[0]}", args=link_to[1:])
+            link = instances.url(*link_to)
         except NoReverseMatch:  # the dashboard's URLs are not mounted in this project
             link = ""
     outcome = Outcome(succeeded, message, affected)

@@ -95,3 +95,27 @@ def check_read_database(app_configs=None, **kwargs) -> list[checks.CheckMessage]
             id="steady_queue_dashboard.E004",
         )
     ]
+
+
+@checks.register(checks.Tags.urls)
+def check_mounts(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """Each mount of the dashboard under a namespace must name a Steady Queue backend."""
+    from django.core.exceptions import ImproperlyConfigured
+    from django.urls import get_resolver
+
+    from .instances import APP, instance
+
+    errors = []
+    for namespace in get_resolver().app_dict.get(APP, []):
+        try:
+            instance(namespace)
+        except ImproperlyConfigured as exc:
+            errors.append(
+                checks.Error(
+                    str(exc),
+                    hint="Mount it with the alias of a Steady Queue backend in TASKS as its "
+                    "namespace, or without a namespace for the project's queue database.",
+                    id="steady_queue_dashboard.E005",
+                )
+            )
+    return errors

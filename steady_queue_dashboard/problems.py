@@ -6,13 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from steady_queue.checks.queues import polls
 
-from . import adapter
+from . import adapter, instances
 from .adapter.overview import ProcessState
 from .conf import setting
 from .templatetags.steady_queue_dashboard import duration
@@ -52,7 +51,7 @@ def _no_worker(queues: list[adapter.Queue], live: list[ProcessState]) -> list[Pr
     unheard = [q for q in queues if not any(polls(w.queues, q.name) for w in workers)]
     waiting = [q for q in unheard if q.size and not q.is_paused]
     found = []
-    processes = reverse("steady_queue_dashboard:process-list")
+    processes = instances.url("process-list")
     if waiting and not workers:
         total = sum(queue.size for queue in waiting)
         found.append(
@@ -68,7 +67,7 @@ def _no_worker(queues: list[adapter.Queue], live: list[ProcessState]) -> list[Pr
                     "queues": ", ".join(f"{q.name} ({q.size})" for q in waiting),
                 },
                 _("Start manage.py steady_queue: no job runs until a worker does."),
-                reverse("steady_queue_dashboard:job-list", args=["pending"]),
+                instances.url("job-list", "pending"),
                 _("Pending jobs"),
             )
         )
@@ -85,7 +84,7 @@ def _no_worker(queues: list[adapter.Queue], live: list[ProcessState]) -> list[Pr
                 % {"queue": queue.name, "count": queue.size},
                 _("Running workers listen to: %(queues)s.")
                 % {"queues": ", ".join(sorted({q for w in workers for q in w.queues}))},
-                reverse("steady_queue_dashboard:queue-detail", args=[queue.name]),
+                instances.url("queue-detail", queue.name),
                 _("Pending jobs"),
             )
         )
@@ -106,7 +105,7 @@ def _no_worker(queues: list[adapter.Queue], live: list[ProcessState]) -> list[Pr
 def _supervision(
     states: list[ProcessState], live: list[ProcessState], recurring: Callable[[], bool]
 ) -> list[Problem]:
-    processes = reverse("steady_queue_dashboard:process-list")
+    processes = instances.url("process-list")
     if not live:
         title = (
             _("No Steady Queue process is alive: their heartbeats stopped.")
@@ -134,7 +133,7 @@ def _supervision(
                 WARNING,
                 _("No scheduler is running: recurring tasks do not run."),
                 _("Start manage.py steady_queue without --skip-recurring."),
-                reverse("steady_queue_dashboard:recurring-list"),
+                instances.url("recurring-list"),
                 _("Recurring tasks"),
             )
         )
@@ -149,7 +148,7 @@ def _slow(queues: list[adapter.Queue]) -> list[Problem]:
             _("Queue %(queue)s is behind: its oldest job has waited %(wait)s.")
             % {"queue": queue.name, "wait": duration(queue.latency)},
             _("Above the latency threshold of %(limit)s.") % {"limit": duration(threshold)},
-            reverse("steady_queue_dashboard:queue-detail", args=[queue.name]),
+            instances.url("queue-detail", queue.name),
             _("Pending jobs"),
         )
         for queue in queues
@@ -176,7 +175,7 @@ def _failure_spike(recent: int, before: int) -> list[Problem]:
             )
             % {"count": recent, "minutes": minutes},
             _usual_rate(usual, baseline),
-            reverse("steady_queue_dashboard:error-groups"),
+            instances.url("error-groups"),
             _("Failures by error"),
         )
     ]
@@ -204,7 +203,7 @@ def _stale(states: list[ProcessState]) -> list[Problem]:
             )
             % {"count": len(stale)},
             ", ".join(f"{state.kind} {state.name}" for state in stale[:5]),
-            reverse("steady_queue_dashboard:process-list"),
+            instances.url("process-list"),
             _("Processes"),
         )
     ]

@@ -58,7 +58,18 @@ def _database() -> dict:
     raise RuntimeError(f"SQ_TEST_DB must be sqlite, postgres or mysql, not {DB!r}")
 
 
-DATABASES = {"default": _database()}
+def _second_queue_database() -> dict:
+    """A second queue database, for the "billing" backend (tests/*/test_queue_databases.py)."""
+    second = _database()
+    if DB == "sqlite":
+        path = SQLITE_DIR / f"steady_queue_test_{os.getpid()}_{WORKER}_billing.sqlite3"
+        second.update(NAME=str(path), TEST={"NAME": str(path)})
+    else:
+        second["NAME"] = f"{second['NAME']}_billing"
+    return second
+
+
+DATABASES = {"default": _database(), "billing": _second_queue_database()}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -115,5 +126,11 @@ TASKS = {
     "secondary": {
         "BACKEND": "steady_queue.backend.SteadyQueueBackend",
         "QUEUES": [],
+    },
+    # Its jobs live in their own queue database.
+    "billing": {
+        "BACKEND": "steady_queue.backend.SteadyQueueBackend",
+        "QUEUES": ["default", "invoices"],
+        "OPTIONS": {"database": "billing"},
     },
 }

@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .. import adapter
+from .. import adapter, instances
 from ..conf import setting
 
 register = template.Library()
@@ -42,7 +42,7 @@ def sq_button(url_name: str, target: Any, action: str) -> SafeString:
     The form (``#sq-row-actions`` in the base template) carries the CSRF token and the
     page to come back to, so that buttons can sit inside tables and other forms.
     """
-    url = reverse(f"steady_queue_dashboard:{url_name}", args=[target])
+    url = instances.url(url_name, target)
     return format_html(
         '<button type="submit" form="sq-row-actions" class="{}" formaction="{}" hx-post="{}"'
         ' hx-target="#sq-messages" hx-swap="outerHTML">{}</button>',
@@ -51,6 +51,12 @@ def sq_button(url_name: str, target: Any, action: str) -> SafeString:
         url,
         ACTION_LABELS[action],
     )
+
+
+@register.simple_tag
+def sq_backends() -> list:
+    """The dashboard's mounts, one per queue database, to switch between (none if one)."""
+    return instances.switcher()
 
 
 @register.simple_tag

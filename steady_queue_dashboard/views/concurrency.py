@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from .. import adapter, audit
+from .. import adapter, audit, instances
 from ..access import guard
 from .rendering import acted, render_page
 
@@ -29,4 +28,4 @@ def concurrency(request: HttpRequest) -> HttpResponse:
 def concurrency_release(request: HttpRequest, key: str) -> HttpResponse:
     outcome = adapter.release_next_blocked(key)
     audit.record(request, "release next", f"concurrency key {key}", outcome)
-    return acted(request, outcome, reverse("steady_queue_dashboard:concurrency"))
+    return acted(request, outcome, instances.url("concurrency"))

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
-from .. import adapter, audit, confirmation, error_groups
+from .. import adapter, audit, confirmation, error_groups, instances
 from ..access import guard
 from .rendering import acted, render_page
 
@@ -58,7 +57,7 @@ def error_group_action(request: HttpRequest, key: str, action: str) -> HttpRespo
 
 @guard(action=True)
 def _act(request: HttpRequest, key: str, action: str) -> HttpResponse:
-    fallback = reverse("steady_queue_dashboard:error-groups")
+    fallback = instances.url("error-groups")
     asked = sorted({int(pk) for pk in request.POST.getlist("ids") if JOB_ID.fullmatch(pk)})
     # Only jobs still failed with this group's error: a crafted or stale id is left alone.
     if not confirmation.confirmed(request, **_facts(action, key, asked)):
@@ -73,7 +72,7 @@ def _act(request: HttpRequest, key: str, action: str) -> HttpResponse:
         outcome = adapter.act_on_jobs(action, jobs, expected=len(asked))
     shown = ", ".join(f"#{pk}" for pk in ids[:20]) + (" …" if len(ids) > 20 else "")
     target = _("failed jobs with %(error)s: %(ids)s") % {"error": error or key, "ids": shown or "—"}
-    link = reverse("steady_queue_dashboard:error-groups")
+    link = instances.url("error-groups")
     details = {"group": key, "error": error, "jobs": ids[:100], "asked": len(asked)}
     audit.record(request, f"{action} error group", target, outcome, link=link, details=details)
     return acted(request, outcome, fallback)

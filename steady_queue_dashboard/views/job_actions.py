@@ -11,11 +11,10 @@ import re
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.utils.translation import gettext as _
 from django_htmx.http import reswap, retarget
 
-from .. import adapter, audit, confirmation
+from .. import adapter, audit, confirmation, instances
 from ..access import guard
 from ..joblist import JobList
 from ..listings import LISTINGS
@@ -68,7 +67,7 @@ def jobs_release(request: HttpRequest, status: str) -> HttpResponse:
 
 
 def _act_on_job(request: HttpRequest, action: str, pk: int) -> HttpResponse:
-    link = reverse("steady_queue_dashboard:job-detail", args=[pk])
+    link = instances.url("job-detail", pk)
     job = adapter.find_job(pk)
     details = audit.job_details(job) if job is not None else {}
     if job is not None and action in CONFIRMED_JOB_ACTIONS:
@@ -97,7 +96,7 @@ def _act_on_jobs(request: HttpRequest, action: str, status: str) -> HttpResponse
     if action not in listing.bulk_actions:
         raise Http404(f"{action} does not apply to {status} jobs.")
     jobs = JobList(listing, request.POST)
-    fallback = back(request, reverse("steady_queue_dashboard:job-list", args=[status]))
+    fallback = back(request, instances.url("job-list", status))
     if not jobs.valid:
         # An invalid filter is ignored when listing; acting without it would act on more.
         refused = _("Some filters are not valid, so nothing was done: correct them and retry.")
@@ -131,7 +130,7 @@ def _act_on_jobs(request: HttpRequest, action: str, status: str) -> HttpResponse
             },
         )
     outcome = adapter.act_on_jobs(action, jobs.matching())
-    link = reverse("steady_queue_dashboard:job-list", args=[status])
+    link = instances.url("job-list", status)
     query = urlencode(jobs.filter_params)
     audit.record(
         request,
@@ -162,7 +161,7 @@ def _act_on_selected(
         action,
         _selection(jobs.listing.status, ids),
         outcome,
-        link=reverse("steady_queue_dashboard:job-list", args=[jobs.listing.status]),
+        link=instances.url("job-list", jobs.listing.status),
         details={"status": jobs.listing.status, "ids": ids[:100]},
     )
     return acted(request, outcome, fallback)

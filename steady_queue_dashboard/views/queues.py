@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from .. import adapter, audit, charts
+from .. import adapter, audit, charts, instances
 from ..access import guard
 from ..joblist import JobList
 from ..listings import LISTINGS
@@ -75,11 +74,11 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
 def queue_pause(request: HttpRequest, name: str) -> HttpResponse:
     outcome = adapter.pause_queue(name)
     audit.record(request, "pause", f"queue {name}", outcome)
-    return acted(request, outcome, reverse("steady_queue_dashboard:queue-list"))
+    return acted(request, outcome, instances.url("queue-list"))
 
 
 @guard(action=True)
 def queue_resume(request: HttpRequest, name: str) -> HttpResponse:
     outcome = adapter.resume_queue(name)
     audit.record(request, "resume", f"queue {name}", outcome)
-    return acted(request, outcome, reverse("steady_queue_dashboard:queue-list"))
+    return acted(request, outcome, instances.url("queue-list"))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from .. import adapter, audit
+from .. import adapter, audit, instances
 from ..access import guard
 from ..adapter.overview import scheduler_running
 from .rendering import acted, render_page
@@ -60,4 +59,4 @@ def recurring_disable(request: HttpRequest, key: str) -> HttpResponse:
 
 def _record(request: HttpRequest, action: str, key: str, outcome: adapter.Outcome) -> HttpResponse:
     audit.record(request, action, f"recurring task {key}", outcome)
-    return acted(request, outcome, reverse("steady_queue_dashboard:recurring-list"))
+    return acted(request, outcome, instances.url("recurring-list"))

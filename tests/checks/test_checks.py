@@ -70,7 +70,7 @@ def test_bad_priority_and_catch_up_are_reported(declared):
     ]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(databases=["default", "billing"])
 def test_manage_py_check_fails_on_them(declared):
     recurring(schedule="* * *", key="broken")(tasks.tick)
     with pytest.raises(SystemCheckError, match="Recurring task 'broken': schedule"):

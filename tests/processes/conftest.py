@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 
 from steady_queue.models import Job, Process
 
@@ -202,6 +202,8 @@ def _environment(hooks_log: Path, overrides: dict[str, str]) -> dict[str, str]:
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.processes.settings",
         "SQ_PROCESS_DB_NAME": str(connection.settings_dict["NAME"]),
+        # The "billing" backend's queue database (its test database once created).
+        "SQ_PROCESS_BILLING_DB_NAME": str(connections["billing"].settings_dict["NAME"]),
         "SQ_HOOKS_LOG": str(hooks_log),
         **overrides,
     }

@@ -12,6 +12,11 @@ from tests.settings import *  # noqa: F403
 from tests.settings import DATABASES
 
 DATABASES["default"]["NAME"] = os.environ["SQ_PROCESS_DB_NAME"]
+if "SQ_PROCESS_BILLING_DB_NAME" in os.environ:
+    DATABASES["billing"]["NAME"] = os.environ["SQ_PROCESS_BILLING_DB_NAME"]
+else:  # started by a test that names no second queue database
+    del DATABASES["billing"]
+    TASKS = {alias: config for alias, config in TASKS.items() if alias != "billing"}  # noqa: F405
 
 
 def _seconds(variable: str, default: float) -> timedelta:

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 import steady_queue
 from steady_queue import configuration
+from steady_queue.processes.per_database import run_per_database
 from steady_queue.processes.pidfile import SupervisorAlreadyRunning
 from steady_queue.processes.supervisor import Supervisor
 
@@ -50,6 +51,16 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--backend",
+            action="append",
+            metavar="ALIAS",
+            help=(
+                "Serve the queue database of this TASKS backend (its OPTIONS['database'], "
+                "else steady_queue.database). Repeat it to serve several: a supervisor "
+                "runs for each database. Default: steady_queue.database."
+            ),
+        )
+        parser.add_argument(
             "--liveness-file",
             metavar="PATH",
             help=(
@@ -67,16 +78,41 @@ class Command(BaseCommand):
             config = configuration.load(options["config"])
         except ImproperlyConfigured as exc:
             raise CommandError(f"Invalid Steady Queue configuration:\n{exc}") from exc
-        supervisor = Supervisor.from_configuration(
-            config,
-            only_workers=options["only_workers"],
-            only_dispatchers=options["only_dispatchers"],
-            skip_recurring=options["skip_recurring"],
-        )
-        try:
-            supervisor.start()
-        except SupervisorAlreadyRunning as exc:
-            raise CommandError(str(exc)) from exc
+        databases = list(dict.fromkeys(_database_of(alias) for alias in options["backend"] or []))
+
+        def supervise() -> int:
+            supervisor = Supervisor.from_configuration(
+                config,
+                only_workers=options["only_workers"],
+                only_dispatchers=options["only_dispatchers"],
+                skip_recurring=options["skip_recurring"],
+            )
+            try:
+                supervisor.start()
+            except SupervisorAlreadyRunning as exc:
+                raise CommandError(str(exc)) from exc
+            return 0
+
+        if len(databases) > 1:
+            if code := run_per_database(databases, supervise):
+                sys.exit(code)
+            return
+        if databases:  # before anything reads the database, and before any fork
+            steady_queue.database = databases[0]
+        supervise()
+
+
+def _database_of(alias: str) -> str:
+    from steady_queue.backend import SteadyQueueBackend
+    from steady_queue.compat import task_backends
+
+    try:
+        backend = task_backends[alias]
+    except ImproperlyConfigured as exc:  # Django's InvalidTaskBackend, the backport's Error
+        raise CommandError(f"--backend {alias!r}: there is no such backend in TASKS.") from exc
+    if not isinstance(backend, SteadyQueueBackend):
+        raise CommandError(f"--backend {alias!r} is not a Steady Queue backend.")
+    return backend.database or steady_queue.database
 
 
 def _configure_logging(verbosity: int) -> None:
