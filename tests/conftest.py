@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import DatabaseError, connections
 
 from steady_queue import recurring_task
 from steady_queue.models.task_rollup import tally
@@ -16,6 +17,25 @@ def _reset_calls():
     yield
     tasks.CALLS.clear()
     features.RUNS.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _second_queue_database_checked(django_db_setup, django_db_blocker):
+    """Ask the "billing" alias once what Django's system checks ask every alias.
+
+    ``manage.py check`` runs the JSONField check against every database in DATABASES,
+    which queries SQLite and MySQL; cached here as it is for "default" during set-up,
+    tests that run the checks need no access to the second queue database.
+    """
+    second = connections["billing"]
+    with django_db_blocker.unblock():
+        try:
+            assert second.features.supports_json_field
+        except DatabaseError:  # not set up in this session: any test database will do
+            second.settings_dict["NAME"] = connections["default"].settings_dict["NAME"]
+            second.close()
+            assert second.features.supports_json_field
+        second.close()
 
 
 @pytest.fixture

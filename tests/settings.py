@@ -130,7 +130,7 @@ TASKS = {
     # Its jobs live in their own queue database.
     "billing": {
         "BACKEND": "steady_queue.backend.SteadyQueueBackend",
-        "QUEUES": ["default", "invoices"],
+        "QUEUES": ["default"],
         "OPTIONS": {"database": "billing"},
     },
 }

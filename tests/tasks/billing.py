@@ -3,11 +3,11 @@
 from steady_queue.compat import task
 
 
-@task(backend="billing", queue_name="invoices")
+@task(backend="billing")
 def invoice(number):
     return f"invoice {number}"
 
 
-@task(backend="billing", queue_name="invoices")
+@task(backend="billing")
 def refuse(number):
     raise ValueError(f"invoice {number} refused")
