@@ -12,6 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from .. import db
+
 logger = logging.getLogger("steady_queue.metrics")
 
 
@@ -23,6 +25,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     Allowed: ``Authorization: Bearer <STEADY_QUEUE_METRICS_TOKEN>`` when that setting
     is set, or a logged-in staff user. The format follows the scraper's Accept header
     (Prometheus text or OpenMetrics), as prometheus_client negotiates it.
+    ``?backend=ALIAS`` reads that TASKS backend's own queue database (404 if none).
     """
     try:
         from prometheus_client import CollectorRegistry
@@ -37,17 +40,38 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response = HttpResponse("Unauthorized\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="steady_queue metrics"'
         return response
+    try:
+        database = _database(request.GET.get("backend"))
+    except LookupError as exc:
+        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector())
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
     try:
-        body = encoder(registry)
+        with db.using_alias(database):
+            body = encoder(registry)
     except DatabaseError:
         logger.exception("Could not read the metrics from the queue database")
         return HttpResponse(
             "The queue database is unreachable.\n", status=503, content_type="text/plain"
         )
     return HttpResponse(body, content_type=content_type)
+
+
+def _database(backend: str | None) -> str | None:
+    """The queue database of TASKS ``backend`` (``?backend=``); None: steady_queue.database."""
+    if not backend:
+        return None
+    from ..backend import SteadyQueueBackend
+    from ..compat import task_backends
+
+    try:
+        found = task_backends[backend]
+    except ImproperlyConfigured:
+        found = None
+    if not isinstance(found, SteadyQueueBackend):
+        raise LookupError(f"No Steady Queue backend {backend!r} in TASKS.")
+    return found.database
 
 
 def _allowed(request: HttpRequest) -> bool:

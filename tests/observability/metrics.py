@@ -9,10 +9,10 @@ URL = "/queue/metrics"
 TOKEN = "scrape-secret"
 
 
-def scrape(client: Client | None = None, **headers) -> dict[tuple, float]:
+def scrape(client: Client | None = None, data=None, **headers) -> dict[tuple, float]:
     """{(sample name, (label, value)...): value} of one successful scrape."""
     headers.setdefault("HTTP_AUTHORIZATION", f"Bearer {TOKEN}")
-    response = (client or Client()).get(URL, **headers)
+    response = (client or Client()).get(URL, data, **headers)
     assert response.status_code == 200, response.content
     samples = {}
     for family in text_string_to_metric_families(response.content.decode()):

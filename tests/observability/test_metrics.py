@@ -146,3 +146,17 @@ def test_unreachable_database_answers_503(unreachable_database):
 def test_only_get_and_head(db):
     response = Client().post(URL, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 405
+
+
+@pytest.mark.django_db(databases=["default", "billing"])
+def test_a_backend_with_its_own_database_is_scraped_with_its_alias():
+    from tests.tasks import billing
+
+    billing.invoice.enqueue(1)
+    tasks.noop.using(queue_name="low").enqueue()
+    samples = scrape(data={"backend": "billing"})
+    assert sample(samples, "steady_queue_jobs", queue="default", state="ready") == 1
+    assert sample(samples, "steady_queue_jobs", queue="low", state="ready") is None
+    assert sample(scrape(), "steady_queue_jobs", queue="low", state="ready") == 1
+    response = Client().get(URL, {"backend": "nope"}, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 404
