@@ -1,6 +1,6 @@
 """bench/observability.py: the benchmark's settings, with the dashboard and the metrics view.
 
-django-tasks-db is left out: nothing here compares with it.
+django-tasks-db is left out: nothing here compares with it. Used by bench/scale.py too.
 """
 
 from bench.settings import *  # noqa: F403
@@ -9,7 +9,8 @@ from bench.settings import INSTALLED_APPS, TASKS
 TASKS = {"default": TASKS["default"]}
 
 INSTALLED_APPS = [
-    *(app for app in INSTALLED_APPS if app != "django_tasks_db"),
+    # Nor the bench app: its tasks module declares django-tasks-db's task.
+    *(app for app in INSTALLED_APPS if app not in ("django_tasks_db", "bench")),
     "django.contrib.sessions",
     "django.contrib.messages",
     "django_htmx",
