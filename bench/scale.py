@@ -65,9 +65,9 @@ def main() -> int:
         for workers in map(int, options.workers.split(",")):
             runs = [_run(kind, workers, options) for _ in range(options.repeat)]
             row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            ideal = _ideal(kind, row, workers, options)
             print(
-                f"{kind:<6} {workers:>9} {row['rate']:>8,.0f} {_ideal(kind, row, workers, options)} "
-                f"{row['gap50']:>10.1f} "
+                f"{kind:<6} {workers:>9} {row['rate']:>8,.0f} {ideal} {row['gap50']:>10.1f} "
                 f"{row['gap99']:>10.1f} {row['cpu']:>11.2f} {row['waits']:>14.0f} "
                 f"{row['waiting']:>9.0%} {row['dead']:>11,.0f}",
                 flush=True,
