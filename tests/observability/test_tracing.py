@@ -116,7 +116,7 @@ def test_a_bulk_enqueue_is_one_span_and_stays_constant_query(db):
     assert len(traced) == len(untraced)
 
 
-def test_without_an_active_span_nothing_is_stored(db, monkeypatch):
+def test_without_an_sdk_nothing_is_stored(db, monkeypatch):
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)  # as if no SDK were configured
     monkeypatch.setattr(trace, "_PROXY_TRACER_PROVIDER", trace.ProxyTracerProvider())
     result = tasks.noop.enqueue()
@@ -146,3 +146,13 @@ def test_the_module_imports_without_opentelemetry():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "untraced"
+
+
+def test_with_an_sdk_an_enqueue_outside_any_span_starts_a_trace_the_run_joins(db):
+    result = tasks.noop.enqueue()
+    run_ready_jobs()
+    (producer,) = finished(SpanKind.PRODUCER)
+    (consumer,) = finished(SpanKind.CONSUMER)
+    assert producer.parent is None  # a root: no request around it
+    assert consumer.context.trace_id == producer.context.trace_id
+    assert Job.objects.get(pk=result.id).trace_context["traceparent"]

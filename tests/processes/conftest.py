@@ -39,6 +39,15 @@ def finished_count() -> int:
     return Job.objects.filter(finished_at__isnull=False).count()
 
 
+def stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped by a signal (state T in /proc)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+    return all(state in ("T", "t") for state in states)
+
+
 def has_exited(pid: int) -> bool:
     """Whether ``pid`` is gone (or a zombie nobody reaped yet)."""
     try:
@@ -59,6 +68,9 @@ def freeze(process: Process, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         os.kill(process.pid, signal.SIGSTOP)
+        # kill() returns before every thread has stopped: a thread still running could
+        # take a lock just after the probe below found none.
+        wait_until(lambda: stopped(process.pid), timeout=5, what=f"{process} to stop")
         if not _holds_a_lock(process):
             return
         os.kill(process.pid, signal.SIGCONT)
