@@ -21,12 +21,21 @@ Reported per row, the median of ``--repeat`` runs:
 - dead tuples left in the jobs and execution tables (pg_stat_user_tables), before
   autovacuum.
 
+Each run's jobs are enqueued once every worker process has started, so that the slow
+start of many processes on few cores is not counted.
+
+``--pgbouncer``: the worker processes connect through a PgBouncer in transaction pooling
+mode (Debian's package; ``--pool`` server connections) and LISTEN on a direct
+connection, as README "Behind PgBouncer" sets it up. The samples of database CPU and
+lock waits still see every server process.
+
 The database (``--name``, default sq_bench_scale) is dropped and created again.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -55,6 +64,19 @@ def main() -> int:
 
     print(f"{os.cpu_count()} cores, {system._database()}, Django {django.get_version()}")
     print(f"{options.jobs:,} jobs per run, {options.threads} threads per process")
+    with contextlib.ExitStack() as stack:
+        if options.pgbouncer:
+            from tests.processes import pgbouncer
+
+            port = stack.enter_context(pgbouncer.running(pool_size=options.pool))
+            # Read by bench/settings.py in the worker processes only.
+            os.environ["SQ_BENCH_PGBOUNCER_PORT"] = str(port)
+            print(f"through PgBouncer in transaction mode, {options.pool} server connections")
+        _table(options)
+    return 0
+
+
+def _table(options: argparse.Namespace) -> None:
     header = (
         f"{'kind':<6} {'processes':>9} {'jobs/s':>8} {'of ideal':>8} "
         f"{'gap p50 ms':>10} {'gap p99 ms':>10} "
@@ -72,7 +94,6 @@ def main() -> int:
                 f"{row['waiting']:>9.0%} {row['dead']:>11,.0f}",
                 flush=True,
             )
-    return 0
 
 
 def _ideal(kind: str, row: dict, workers: int, options: argparse.Namespace) -> str:
@@ -87,7 +108,7 @@ def _run(kind: str, workers: int, options: argparse.Namespace) -> dict[str, floa
 
     from bench import processes
     from steady_queue import storage
-    from steady_queue.models import ClaimedExecution, Job, ReadyExecution
+    from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 
     _truncate()
     task_path = {"noop": "bench.scale_tasks.noop", "sleep": "bench.scale_tasks.sleep_50ms"}[kind]
@@ -95,13 +116,18 @@ def _run(kind: str, workers: int, options: argparse.Namespace) -> dict[str, floa
         Job.new(task_path=task_path, queue_name="default", arguments={"args": [], "kwargs": {}})
         for _ in range(options.jobs)
     ]
-    storage.for_alias().enqueue(jobs)
-    connection.close()
     sampler = _Sampler()
     config = f"{workers}x{options.threads}"
     with processes.running(processes.steady_queue(config)):
-        sampler.start()
         deadline = time.monotonic() + options.deadline
+        while Process.objects.filter(kind="Worker").count() < workers:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{config}: not every worker process started in time")
+            time.sleep(0.2)
+        sampler.start()
+        sampler.baseline_taken.wait(10)
+        storage.for_alias().enqueue(jobs)
+        connection.close()
         while ReadyExecution.objects.exists() or ClaimedExecution.objects.exists():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{config} did not drain {options.jobs} jobs in time")
@@ -151,6 +177,8 @@ class _Sampler(threading.Thread):
         super().__init__(daemon=True)
         self._stop = threading.Event()
         self._cpu: dict[int, float] = {}
+        self._before: dict[int, float] = {}
+        self.baseline_taken = threading.Event()
         self.most_waiting = 0
         self._samples = self._with_waits = 0
 
@@ -168,7 +196,8 @@ class _Sampler(threading.Thread):
             dbname=settings["NAME"],
             autocommit=True,
         ) as own:
-            while not self._stop.wait(0.2):
+            first = True
+            while True:
                 rows = own.execute(
                     "SELECT pid, wait_event_type = 'Lock' FROM pg_stat_activity "
                     "WHERE datname = current_database() AND pid <> pg_backend_pid()"
@@ -177,16 +206,22 @@ class _Sampler(threading.Thread):
                 self.most_waiting = max(self.most_waiting, waiting)
                 self._samples += 1
                 self._with_waits += waiting > 0
-                # Each connection is new to the run: its CPU time so far is all ours.
                 for pid, _ in rows:
                     self._cpu[pid] = max(self._cpu.get(pid, 0.0), system.cpu_seconds([pid]))
+                    # A connection older than the run (PgBouncer keeps its server
+                    # connections) counts from the run's start; a newer one from zero.
+                    self._before.setdefault(pid, self._cpu[pid] if first else 0.0)
+                first = False
+                self.baseline_taken.set()
+                if self._stop.wait(0.2):
+                    break
 
     def stop(self) -> None:
         self._stop.set()
         self.join(5)
 
     def cpu_seconds(self) -> float:
-        return sum(self._cpu.values())
+        return sum(cpu - self._before.get(pid, 0.0) for pid, cpu in self._cpu.items())
 
     def share_waiting(self) -> float:
         return self._with_waits / self._samples if self._samples else 0.0
@@ -236,6 +271,8 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--kinds", default="noop,sleep", help="noop and/or sleep (50 ms)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (median)")
     parser.add_argument("--deadline", type=float, default=600, help="seconds per drain at most")
+    parser.add_argument("--pgbouncer", action="store_true", help="workers through PgBouncer")
+    parser.add_argument("--pool", type=int, default=20, help="PgBouncer's server connections")
     return parser.parse_args()
 
 

@@ -45,6 +45,20 @@ DATABASES = {
     }[DB]
 }
 
+# bench/scale.py --pgbouncer: the worker processes go through PgBouncer (transaction
+# pooling) on this port and LISTEN on a direct connection (README "Behind PgBouncer").
+if DB == "postgres" and (PGBOUNCER_PORT := os.environ.get("SQ_BENCH_PGBOUNCER_PORT")):
+    import steady_queue
+
+    DATABASES["direct"] = dict(DATABASES["default"])
+    DATABASES["default"] = {
+        **DATABASES["default"],
+        "PORT": PGBOUNCER_PORT,
+        "OPTIONS": {"prepare_threshold": None},
+        "DISABLE_SERVER_SIDE_CURSORS": True,
+    }
+    steady_queue.listen_database = "direct"
+
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",

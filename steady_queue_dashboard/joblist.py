@@ -39,10 +39,15 @@ class JobList:
         after = self.params.get(PAGE_AFTER)
         if not self.searching:
             return keyset.page(after=after, before=self.params.get(PAGE_BEFORE))
-        end = keyset.window_end(after, SEARCH_WINDOW)
         matches = self.filterset.qs.filter(self.filterset.argument_query)
-        if end is not None:
-            matches = matches.filter(keyset.up_to(end))
+        if any("__" in term for term in self.listing.ordering):
+            # Ordered by an execution table: bound the search by the window's job ids.
+            window, end = keyset.window(after, SEARCH_WINDOW)
+            matches = matches.filter(pk__in=window)
+        else:
+            end = keyset.window_end(after, SEARCH_WINDOW)
+            if end is not None:
+                matches = matches.filter(keyset.up_to(end))
         page = Keyset(matches, self.listing.ordering, PAGE_SIZE).page(after=after)
         if page.next_cursor is None and end is not None:
             page = dataclasses.replace(page, search_cursor=end)

@@ -67,6 +67,19 @@ class Keyset:
         ends = list(self._from(values).values_list(*fields)[length - 1 : length])
         return self.encode(ends[0]) if ends else None
 
+    def window(self, after: str | None, length: int) -> tuple[list[Any], str | None]:
+        """Like ``window_end``, and also return the primary keys of the window's rows.
+
+        For orderings on a joined table: given a range of that table's ordering and a
+        rare argument, PostgreSQL may walk the whole jobs table by its primary key to
+        find the argument, where the window's keys make it look up those rows only.
+        """
+        values = self.decode(after) if after else None
+        fields = [term.lstrip("-") for term in self.ordering]
+        rows = list(self._from(values).values_list("pk", *fields)[:length])
+        end = self.encode(rows[-1][1:]) if len(rows) == length else None
+        return [row[0] for row in rows], end
+
     def up_to(self, cursor: str) -> Q:
         """Match the rows that come at or before ``cursor`` in the ordering."""
         values = self.decode(cursor)

@@ -146,6 +146,20 @@ def test_argument_search_reads_a_bounded_window_and_offers_to_continue(admin_cli
     assert re.findall(r'id="job-row-(\d+)"', html) == [results[3].id]
 
 
+def test_argument_search_window_on_the_finished_list_too(admin_client, monkeypatch):
+    # Finished jobs are ordered by a column of their own (the window is a range); the
+    # other lists by an execution table (the window is a set of job ids).
+    monkeypatch.setattr(joblist, "SEARCH_WINDOW", 3)
+    results = [tasks.record.enqueue(n) for n in (3, 1, 2, 4, 5)]
+    run_ready_jobs()
+    url = reverse("steady_queue_dashboard:job-list", args=["finished"])
+    html = admin_client.get(url + "?args=3").content.decode()
+    assert re.findall(r'id="job-row-(\d+)"', html) == []
+    further = re.search(r'href="([^"]+)"[^>]*>Search further', html).group(1).replace("&amp;", "&")
+    html = admin_client.get(further).content.decode()
+    assert re.findall(r'id="job-row-(\d+)"', html) == [results[0].id]
+
+
 def test_keyset_pages_cover_every_row_once_in_both_directions(admin_client, monkeypatch):
     monkeypatch.setattr(joblist, "PAGE_SIZE", 4)
     expected = list(reversed(ids(tasks.record.enqueue(n) for n in range(10))))

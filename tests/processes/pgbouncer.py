@@ -30,7 +30,7 @@ auth_type = trust
 auth_file = {directory}/users.txt
 pool_mode = transaction
 max_client_conn = 500
-default_pool_size = 20
+default_pool_size = {pool_size}
 ignore_startup_parameters = extra_float_digits,options
 unix_socket_dir =
 logfile = {directory}/pgbouncer.log
@@ -45,14 +45,21 @@ def binary() -> str:
 
 
 @contextlib.contextmanager
-def running() -> Iterator[int]:
-    """Run PgBouncer in front of the test database's server; yield its port."""
+def running(pool_size: int = 20) -> Iterator[int]:
+    """Run PgBouncer in front of the test database's server; yield its port.
+
+    ``pool_size``: the server connections it opens at most (per database and user).
+    """
     settings = connection.settings_dict
     directory = Path(tempfile.mkdtemp(prefix="sq-pgbouncer-"))
     port = _free_port()
     (directory / "pgbouncer.ini").write_text(
         CONFIG.format(
-            host=settings["HOST"], port=settings["PORT"], listen_port=port, directory=directory
+            host=settings["HOST"],
+            port=settings["PORT"],
+            listen_port=port,
+            directory=directory,
+            pool_size=pool_size,
         )
     )
     (directory / "users.txt").write_text(f'"{settings["USER"]}" ""\n')
