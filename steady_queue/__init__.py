@@ -47,6 +47,8 @@ _PUBLIC = {
     "RetryPolicy": "steady_queue.retries",
     "retry_policy": "steady_queue.retries",
     "limits_concurrency": "steady_queue.concurrency",
+    "unique": "steady_queue.uniqueness",
+    "Unique": "steady_queue.uniqueness",
     "recurring": "steady_queue.recurring_task",
     "report_progress": "steady_queue.context",
     "reschedule": "steady_queue.context",
@@ -59,6 +61,7 @@ _PUBLIC = {
     "JobStateError": "steady_queue.exceptions",
     "ProcessExitError": "steady_queue.exceptions",
     "ProcessPrunedError": "steady_queue.exceptions",
+    "UniqueKeyError": "steady_queue.exceptions",
 }
 
 

@@ -43,19 +43,22 @@ class SteadyQueueBackend(BaseTaskBackend):
         return self.enqueue_all([(task, args, kwargs)])[0]
 
     def enqueue_all(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
-        """Enqueue many task calls in a constant number of queries; all or nothing."""
+        """Enqueue many task calls in a constant number of queries; all or nothing.
+
+        A duplicate call of a ``@unique`` task enqueues nothing: its result is that of
+        the job holding its key (the same id), and no ``task_enqueued`` is sent for it.
+        """
         from . import storage, tracing
 
         calls = list(calls)
         validated: set[int] = set()  # ids of the Task objects already validated
         jobs = [self._build_job(task, args, kwargs, validated) for task, args, kwargs in calls]
         with db.using_alias(self.database), tracing.enqueue_span(jobs):
-            storage.enqueue(jobs)
-        results = [
-            self._new_result(job, task) for job, (task, _, _) in zip(jobs, calls, strict=True)
-        ]
-        for result in results:
-            task_enqueued.send(type(self), task_result=result)
+            holders = storage.enqueue(jobs)
+        results = self._results(jobs, holders, [task for task, _, _ in calls])
+        for job, holder, result in zip(jobs, holders, results, strict=True):
+            if holder is job:
+                task_enqueued.send(type(self), task_result=result)
         return results
 
     async def aenqueue(self, task: Task, args, kwargs) -> TaskResult:
@@ -105,6 +108,18 @@ class SteadyQueueBackend(BaseTaskBackend):
         if isinstance(task.run_after, timedelta):
             return super().validate_task(dataclasses.replace(task, run_after=None))
         return super().validate_task(task)
+
+    def _results(self, jobs: list, holders: list, tasks: list[Task]) -> list[TaskResult]:
+        """Each call's result: its new job's, or the result of the job holding its key."""
+        from .results import result_for
+
+        built: dict[int, TaskResult] = {}  # by id() of the holding job: one result each
+        for job, holder, task in zip(jobs, holders, tasks, strict=True):
+            if id(holder) in built:
+                continue  # a duplicate of an earlier call of this batch
+            # A holder other than the job itself was read with its execution: no query.
+            built[id(holder)] = self._new_result(job, task) if holder is job else result_for(holder)
+        return [built[id(holder)] for holder in holders]
 
     def _new_result(self, job, task: Task) -> TaskResult:
         from .results import enqueued_result

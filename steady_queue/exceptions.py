@@ -63,3 +63,10 @@ def describe_wait_status(status: int) -> str:
     if os.WIFEXITED(status):
         return f"exited with status {os.WEXITSTATUS(status)}"
     return f"ended with wait status {status}"
+
+
+class UniqueKeyError(Exception):
+    """The key function of a ``@unique`` task raised: nothing was enqueued.
+
+    The message names the task; the key function's exception is the ``__cause__``.
+    """

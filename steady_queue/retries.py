@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from . import uniqueness
 from .compat import Task
 from .processes.errors import ProcessExitError, ProcessPrunedError
 from .task_options import TaskOptions
@@ -88,14 +89,22 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteadyQueueTask(Task):
-    """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too."""
+    """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too.
+
+    So does ``@task(unique=Unique(...))`` (``steady_queue.uniqueness``).
+    """
 
     retry: RetryPolicy | None = None
+    unique: uniqueness.Unique | None = None
 
     def __post_init__(self) -> None:
+        if self.unique is not None:
+            uniqueness.check_declaration(self.unique)
         Task.__post_init__(self)  # zero-argument super() fails in a slots dataclass
         if self.retry is not None:
             _registry.register(self, self.retry)
+        if self.unique is not None:
+            uniqueness.register(self, self.unique)
 
 
 def retry_policy(

@@ -70,7 +70,8 @@ def enqueue_span(jobs: Sequence[Job]) -> Iterator[None]:
         for job in jobs:  # the same dict for all: it is serialized, never changed
             job.trace_context = carrier or None
         yield
-        if len(jobs) == 1 and span.is_recording():
+        # A duplicate of a @unique task was not stored: it has no id of its own.
+        if len(jobs) == 1 and first.pk is not None and span.is_recording():
             span.set_attribute("messaging.message.id", str(first.pk))
 
 

@@ -12,6 +12,7 @@ from .queue import Queue
 from .recurring import RecurringExecution, RecurringTask
 from .semaphore import Semaphore
 from .task_rollup import TaskRollup
+from .unique_lock import UniqueLock
 
 __all__ = [
     "BlockedExecution",
@@ -27,4 +28,5 @@ __all__ = [
     "ScheduledExecution",
     "Semaphore",
     "TaskRollup",
+    "UniqueLock",
 ]

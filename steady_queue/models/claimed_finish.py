@@ -77,15 +77,17 @@ class Success(Outcome):
     def hands_nothing_on(self, claimed: ClaimedExecution) -> bool:
         """Whether storing this success is only "delete the claim, mark the job finished".
 
-        True for a kept job with no concurrency slot to hand on: what a storage may
-        write in one statement (``record(..., write=...)``).
+        True for a kept job with no concurrency slot to hand on and no unique key to give
+        back: what a storage may write in one statement (``record(..., write=...)``).
         """
-        return steady_queue.preserve_finished_jobs and not claimed.job.concurrency_key
+        job = claimed.job
+        return steady_queue.preserve_finished_jobs and not (job.concurrency_key or job.unique_key)
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
         from .job import Job
 
         job, jobs = claimed.job, Job.objects
+        job.release_unique_lock()
         if steady_queue.preserve_finished_jobs:
             jobs.filter(pk=job.pk).update(
                 attempts=[*job.attempts, attempt.to_dict()],

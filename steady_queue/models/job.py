@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import arguments, concurrency
+from .. import arguments, concurrency, uniqueness
 from .base import QueueManager, QueueModel, QueueQuerySet
 from .job_clearable import ClearableQuerySet
 from .job_executable import EXECUTION_RELATIONS, Executable
@@ -40,6 +40,8 @@ class Job(Retryable, Operations, Executable, QueueModel):
     scheduled_at = models.DateTimeField(_("scheduled at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
     concurrency_key = models.CharField(_("concurrency key"), max_length=255, blank=True)
+    # The key of a @unique task's job (steady_queue.uniqueness); a digest when long.
+    unique_key = models.CharField(_("unique key"), max_length=255, blank=True, default="")
     return_value = models.JSONField(_("return value"), null=True, blank=True)
     # One entry per finished attempt: worker_id, started_at, finished_at, error.
     attempts = models.JSONField(_("attempts"), default=list, blank=True)
@@ -88,6 +90,7 @@ class Job(Retryable, Operations, Executable, QueueModel):
     ) -> Job:
         """The unsaved job of calling ``task`` with ``args`` and ``kwargs`` (validated already)."""
         limit = concurrency.limit_for(task.module_path)
+        declared_unique = uniqueness.unique_for(task.module_path)
         return cls.new(
             queue_name=task.queue_name,
             task_path=task.module_path,
@@ -96,6 +99,7 @@ class Job(Retryable, Operations, Executable, QueueModel):
             priority=task.priority,
             scheduled_at=scheduled_at(task.run_after),
             concurrency_key=limit.key_for(args, kwargs) if limit else "",
+            unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
         )
 
 

@@ -8,12 +8,13 @@ from django.utils import timezone
 from .. import db
 from ..compat import TaskResultStatus
 from .job_concurrency import ConcurrencyControls
+from .job_unique import UniqueJobs
 
 if TYPE_CHECKING:
     from .job import Job
 
 
-class Executable(ConcurrencyControls):
+class Executable(UniqueJobs, ConcurrencyControls):
     """Move a job between its execution tables: scheduled, ready, blocked, claimed, failed."""
 
     @classmethod
@@ -21,8 +22,12 @@ class Executable(ConcurrencyControls):
         """Insert ``jobs`` and their executions in one transaction (the portable way).
 
         The backend enqueues through the storage of the queue database
-        (``steady_queue.storage``), which may do it in fewer statements.
+        (``steady_queue.storage``), which may do it in fewer statements. Returns, for
+        each job, the job that now stands for it: itself, or for a duplicate of a
+        ``@unique`` task the job holding its key (see ``UniqueJobs.enqueue_unique``).
         """
+        if any(job.unique_key for job in jobs):
+            return cls.enqueue_unique(jobs)
         return db.retry_deadlocks(lambda: cls._insert_all(jobs))
 
     @classmethod

@@ -113,11 +113,13 @@ def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
 def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
     from .job import Job
     from .recurring import RecurringExecution
+    from .unique_lock import UniqueLock
 
-    # The locked execution row is each job's only one, so three plain DELETEs do what
+    # The locked execution row is each job's only one, so four plain DELETEs do what
     # Django's cascading delete would do with a SELECT of whole jobs and a DELETE per table.
     execution_model.objects.filter(job_id__in=ids).delete()
     RecurringExecution.objects.filter(job_id__in=ids).delete()
+    UniqueLock.objects.filter(job_id__in=ids).delete()
     jobs = Job.objects.filter(pk__in=ids)
     jobs._raw_delete(jobs.db)
 

@@ -29,8 +29,10 @@ class Retryable:
         return True
 
     def fail(self, error: dict) -> None:
+        """Fail this job for good (until an operator retries it); its unique key is free."""
         from .execution import FailedExecution
 
+        self.release_unique_lock()
         self._state.fields_cache["failed_execution"] = FailedExecution.objects.create(
             job=self,
             exception_class=error["exception_class"],
@@ -71,13 +73,17 @@ class RetryableQuerySet(models.QuerySet):
 
 def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
     from .job import Job
+    from .unique_lock import UniqueLock
 
     with db.atomic():
         ids = list(failed.order_by("job_id").locked().values_list("job_id", flat=True)[:batch_size])
         if not ids:
             return 0
         failed.model.objects.filter(job_id__in=ids).delete()
-        Job.prepare_all_for_execution(Job.objects.filter(pk__in=ids))
+        jobs = list(Job.objects.filter(pk__in=ids))
+        Job.prepare_all_for_execution(jobs)
+        # A newer duplicate may hold the key by now: the job runs all the same, without it.
+        UniqueLock.retake_all(jobs)
     return len(ids)
 
 

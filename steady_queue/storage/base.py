@@ -68,7 +68,11 @@ class Storage:
         return f"<{type(self).__name__} {self.alias!r}>"
 
     def enqueue(self, jobs: list[Job]) -> list[Job]:
-        """Insert ``jobs`` with their executions, all or nothing; set their ids."""
+        """Insert ``jobs`` with their executions, all or nothing; set their ids.
+
+        Returns, for each job, the job that stands for it: itself, or for a duplicate of
+        a ``@unique`` task, the job holding its key (the duplicate is not inserted).
+        """
         return Job.enqueue_all(jobs)
 
     def claim(

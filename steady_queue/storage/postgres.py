@@ -5,8 +5,8 @@ writes, COMMIT): every one a round trip, plus Python overhead. PostgreSQL runs
 data-modifying CTEs as one atomic statement, so in autocommit each path here is a
 single round trip with the same all-or-nothing effect, and the same locking as the
 portable path it replaces (SKIP LOCKED for the claim; a row lock on the claim to
-finish). The uncommon cases (scheduled or concurrency-limited jobs, failures) take
-the portable paths. Enqueue, one job or many, is in postgres_enqueue.
+finish). The uncommon cases (scheduled, concurrency-limited or unique jobs, failures)
+take the portable paths. Enqueue, one job or many, is in postgres_enqueue.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class PostgresStorage(Storage):
     wakes_listeners = True
 
     def enqueue(self, jobs: list[Job]) -> list[Job]:
-        if not jobs or not all(job.is_ready_on_enqueue for job in jobs):
+        # A unique job's key is taken through the ORM (UniqueLock): the portable path.
+        if not jobs or not all(job.is_ready_on_enqueue and not job.unique_key for job in jobs):
             return super().enqueue(jobs)
         if len(jobs) == 1:
             postgres_enqueue.enqueue_ready(jobs[0], timezone.now())  # one round trip, as atomic

@@ -1,7 +1,7 @@
 """Enqueue on PostgreSQL: due, unlimited jobs with their ready executions, notified.
 
 One job is one statement (a data-modifying CTE); many are copied with COPY in one
-transaction. Scheduled and concurrency-limited jobs take the ORM path.
+transaction. Scheduled, concurrency-limited and unique jobs take the ORM path.
 """
 
 from __future__ import annotations
