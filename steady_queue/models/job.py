@@ -40,8 +40,11 @@ class Job(Retryable, Operations, Executable, QueueModel):
     scheduled_at = models.DateTimeField(_("scheduled at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
     concurrency_key = models.CharField(_("concurrency key"), max_length=255, blank=True)
-    # The key of a @unique task's job (steady_queue.uniqueness); a digest when long.
-    unique_key = models.CharField(_("unique key"), max_length=255, blank=True, default="")
+    # The key of a @unique task's job (steady_queue.uniqueness); a digest when long. The
+    # database's default too: rows inserted by SQL of their own (bulk loads) need none.
+    unique_key = models.CharField(
+        _("unique key"), max_length=255, blank=True, default="", db_default=""
+    )
     return_value = models.JSONField(_("return value"), null=True, blank=True)
     # One entry per finished attempt: worker_id, started_at, finished_at, error.
     attempts = models.JSONField(_("attempts"), default=list, blank=True)
