@@ -33,6 +33,7 @@ from .recurring import (
     set_recurring_enabled,
 )
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
+from .uniqueness import Uniqueness, uniqueness_of
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -46,6 +47,7 @@ __all__ = [
     "Queue",
     "Tally",
     "TaskStats",
+    "Uniqueness",
     "act_on_job",
     "act_on_jobs",
     "activity",
@@ -78,4 +80,5 @@ __all__ = [
     "status_counts",
     "task_stats",
     "timeline",
+    "uniqueness_of",
 ]

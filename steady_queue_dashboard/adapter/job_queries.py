@@ -61,9 +61,10 @@ def failed_jobs_by_ids(ids: list[int]) -> QuerySet:
 
 
 def find_job(pk: int) -> Job | None:
-    """Return the job with every execution, process and recurring run loaded, or None."""
+    """Return the job with every execution, process, recurring run and unique lock loaded."""
     queryset = Job.objects.with_execution()
-    return queryset.select_related("recurring_execution").filter(pk=pk).first()
+    related = queryset.select_related("recurring_execution", "unique_lock")
+    return related.filter(pk=pk).first()
 
 
 def status_counts() -> dict[str, Tally]:

@@ -48,6 +48,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "arguments": adapter.display_arguments(job),
             "return_value": adapter.display_value(job.return_value),
             "timeline": adapter.timeline(job),
+            "uniqueness": adapter.uniqueness_of(job),
             "attempts": attempts,
             "open_error": failures[-1] if failures and job.finished_at is None else None,
             "live": job.finished_at is None and job.state != "failed",
