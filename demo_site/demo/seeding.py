@@ -50,7 +50,7 @@ def seed() -> dict[str, int]:
 
 
 def reset() -> None:
-    """Delete every job (their executions go with them), semaphore and queue pause."""
+    """Delete every job (their executions and unique keys go with them), semaphore and pause."""
     with transaction.atomic():
         Job.objects.all().delete()
         Semaphore.objects.all().delete()
@@ -130,6 +130,8 @@ def _enqueue_ready(customers: list[Customer]) -> None:
         (tasks.send_invoice.using(priority=30), *_invoice_arguments(customers[0])),
         (tasks.call_flaky_service, [], {"failure_rate": 0.5}),
         (tasks.check_inventory.using(queue_name="real_time"), ["SKU-2002"], {}),
+        # Three calls, one job: the duplicates return the first one's result.
+        *((tasks.refresh_customer_stats, [customers[0].pk], {}) for _ in range(3)),
     ]
     enqueue_all(calls)
 

@@ -19,6 +19,7 @@ from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress
 from steady_queue.recurring_task import recurring
 from steady_queue.retries import retry_policy
+from steady_queue.uniqueness import unique
 
 from .models import Customer
 
@@ -76,6 +77,14 @@ def sync_account(account_id: int, seconds: float = 3.0) -> str:
     """Concurrency-limited: one sync per account at a time; the others wait, blocked."""
     time.sleep(seconds)
     return f"Account {account_id} synchronised."
+
+
+@unique(key=lambda customer_id: customer_id, period=timedelta(minutes=10))
+@task(queue_name="background")
+def refresh_customer_stats(customer_id: int) -> str:
+    """Unique: one refresh per customer every ten minutes; enqueueing again returns that job."""
+    time.sleep(1.0)
+    return f"Statistics of customer {customer_id} refreshed."
 
 
 @task(queue_name="reports", takes_context=True)
