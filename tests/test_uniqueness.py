@@ -463,3 +463,55 @@ def test_the_task_decorator_refuses_anything_but_a_unique():
         @task(unique=True)
         def wrongly_declared() -> None:
             pass
+
+
+# Inside a caller's transaction, and a lost race
+
+
+def test_duplicates_are_seen_inside_the_callers_transaction():
+    from django.db import transaction
+
+    with transaction.atomic():
+        first = tasks.sync_account.enqueue(7)
+        assert tasks.sync_account.enqueue(7).id == first.id
+    assert Job.objects.count() == 1
+
+
+def test_a_rolled_back_enqueue_leaves_the_key_free():
+    from django.db import transaction
+
+    class Abandon(Exception):
+        pass
+
+    with pytest.raises(Abandon), transaction.atomic():
+        tasks.sync_account.enqueue(7)
+        raise Abandon
+    assert not UniqueLock.objects.exists()
+    assert tasks.sync_account.enqueue(7).id == str(Job.objects.get().pk)
+
+
+@pytest.mark.parametrize("in_transaction", [False, True], ids=["alone", "in a transaction"])
+def test_an_enqueue_that_loses_the_race_for_its_key_returns_the_winners_job(
+    monkeypatch, in_transaction
+):
+    from contextlib import nullcontext
+
+    from django.db import transaction
+    from django.db.models import QuerySet
+
+    winner = tasks.sync_account.enqueue(7)
+    in_bulk, reads = QuerySet.in_bulk, []
+
+    def stale_first_read(self, *args, **kwargs):
+        found = in_bulk(self, *args, **kwargs)
+        reads.append(self.model)
+        # The first read of the locks misses the winner's, as if it had not committed yet.
+        return {} if self.model is UniqueLock and reads.count(UniqueLock) == 1 else found
+
+    monkeypatch.setattr(QuerySet, "in_bulk", stale_first_read)
+    with transaction.atomic() if in_transaction else nullcontext():
+        loser = tasks.sync_account.enqueue(7, full=True)
+
+    assert reads.count(UniqueLock) == 2  # the insert failed, and the retry read again
+    assert loser.id == winner.id
+    assert rows() == (1, 1, 0, 0, 1)

@@ -36,15 +36,18 @@ class UniqueJobs:
         job already in the table, or the first of ``jobs`` with the same key. Duplicates
         write nothing. Constant in queries, whatever the number of jobs.
         """
-        for attempt in range(RACE_ATTEMPTS):
+
+        def attempt() -> list[Job]:
+            return db.retry_deadlocks(lambda: cls._enqueue_unique_once(jobs))
+
+        for _ in range(RACE_ATTEMPTS - 1):
             try:
-                return db.retry_deadlocks(lambda: cls._enqueue_unique_once(jobs))
+                return attempt()
             except LostRace:
                 # Our transaction (or savepoint) rolled back; in READ COMMITTED (and on
                 # SQLite, where writers take turns) the next read sees the winner's key.
-                if attempt == RACE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+                continue
+        return attempt()  # the last one raises what it meets
 
     @classmethod
     def _enqueue_unique_once(cls, jobs: list[Job]) -> list[Job]:
@@ -56,13 +59,17 @@ class UniqueJobs:
             locks = UniqueLock.objects.in_bulk(list(batch.first))
             held = {key: lock.job_id for key, lock in locks.items() if not lock.is_free(now)}
             holders = cls._holders(set(held.values()))
-            new = batch.new_jobs(held)
-            if new:
-                cls.objects.bulk_create(new)
-                expired = [key for key in locks if key not in held]
-                UniqueLock.take_all([job for job in new if job.unique_key], expired, now)
-                cls.prepare_all_for_execution(new)
+            expired = [key for key in locks if key not in held]
+            cls._insert_new(batch.new_jobs(held), expired, now)
         return batch.resolved(held, holders)
+
+    @classmethod
+    def _insert_new(cls, jobs: list[Job], expired: list[str], now) -> None:
+        if not jobs:
+            return  # only duplicates: nothing is written
+        cls.objects.bulk_create(jobs)  # first: a lock row points at its job
+        UniqueLock.take_all([job for job in jobs if job.unique_key], expired, now)
+        cls.prepare_all_for_execution(jobs)
 
     @classmethod
     def _holders(cls, ids: set[int]) -> dict[int, Job]:

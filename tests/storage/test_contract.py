@@ -22,10 +22,12 @@ from steady_queue.models import (
     Pause,
     ReadyExecution,
     ScheduledExecution,
+    UniqueLock,
 )
 from steady_queue.models.claimed_finish import Failure, Success
 from tests import tasks
 from tests.tasks import features as limited_tasks
+from tests.tasks import unique as unique_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,6 +77,15 @@ def test_enqueue_of_limited_jobs_blocks_the_one_over_the_limit(store):
     first, second = enqueued(store, (limited_tasks.exclusive, 1), (limited_tasks.exclusive, 2))
 
     assert (state_of(first), state_of(second)) == ("ready", "blocked")
+
+
+def test_enqueue_of_a_unique_duplicate_returns_the_job_holding_the_key(store):
+    (first,) = enqueued(store, (unique_tasks.sync_account, 7))
+
+    new, duplicate = enqueued(store, (unique_tasks.sync_account, 8), (unique_tasks.sync_account, 7))
+
+    assert duplicate.pk == first.pk and new.pk not in (None, first.pk)
+    assert Job.objects.count() == 2 and UniqueLock.objects.count() == 2
 
 
 # Claim ------------------------------------------------------------------------------------
@@ -275,6 +286,17 @@ def test_a_limited_success_hands_its_slot_to_the_next_blocked_job(store, process
     assert Job.objects.get(pk=first.pk).finished_at is not None
     assert state_of(second) == "ready"
     assert not BlockedExecution.objects.exists()
+
+
+def test_a_unique_success_gives_its_key_back(store, process):
+    enqueued(store, (unique_tasks.sync_account, 7))
+    (claimed,) = store.claim(["*"], 1, process)
+
+    finished = store.finish(claimed, Success(7))
+
+    assert finished.recorded and not UniqueLock.objects.exists()
+    (again,) = enqueued(store, (unique_tasks.sync_account, 7))
+    assert again.pk != claimed.job_id
 
 
 def test_a_finish_that_fails_to_claim_says_so_and_keeps_the_outcome(store, process, monkeypatch):
