@@ -54,3 +54,18 @@ def _report(results) -> list[str]:
         raise AssertionError("A racing process sent no report within 300 s") from None
     assert failure is None, f"process {pid} failed:\n{failure}"
     return ids
+
+
+@pytest.mark.process
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_frees_the_key_of_the_job_it_ran(start_supervisor):
+    from tests.processes.conftest import wait_until
+
+    first = tasks.sync_account.enqueue(7)
+    held_for_a_period = tasks.digest.enqueue(7)
+    start_supervisor("WORKER", children=1)
+
+    wait_until(lambda: Job.objects.filter(finished_at__isnull=False).count() == 2, what="2 runs")
+
+    assert tasks.sync_account.enqueue(7).id != first.id
+    assert tasks.digest.enqueue(7).id == held_for_a_period.id  # within its hour
