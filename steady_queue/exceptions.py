@@ -22,6 +22,15 @@ class RescheduleJob(BaseException):
         self.run_at = run_at
 
 
+class JobCancelled(BaseException):
+    """The error of a cancelled job (``Job.cancel()``, ``cancel_all()``, the dashboard).
+
+    Raised by ``report_progress`` in a running job whose cancellation was asked for. A
+    ``BaseException``, like ``RescheduleJob``, so that a task's ``except Exception`` does
+    not swallow it. A job that ends with it is failed for good: no retry policy applies.
+    """
+
+
 class UnstorableOutcome(Exception):
     """A job's outcome the database refused to store; the job fails with this instead.
 

@@ -13,9 +13,9 @@ import json
 import logging
 import threading
 
-from . import storage, tracing
+from . import cancellation, storage, tracing
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
-from .exceptions import RescheduleJob
+from .exceptions import JobCancelled, RescheduleJob
 from .log import job_fields
 from .models import ClaimedExecution, Job
 from .models.attempt import error_details
@@ -56,13 +56,15 @@ def _run(
         task_started.send(_backend(), task_result=started)
         return_value = _call(task, started, job)
     except RescheduleJob as request:
+        if cancellation.seen(job.pk) or job.cancel_requested(refresh=True):
+            return _end_cancelled(claimed, task, run, then_claim, request)
         # Not an attempt: nothing is recorded but the new time, and no task_finished.
         finished = store.finish(claimed, Reschedule(request.run_at), then_claim=then_claim)
         run.ended("rescheduled" if finished.recorded else "lost")
         return None, finished
     except BaseException as exc:
         run.failed(exc)
-        finished = store.finish(claimed, Failure(exc), then_claim=then_claim)
+        finished = store.finish(claimed, _failure(job, exc), then_claim=then_claim)
         run.ended(_failure_outcome(job) if finished.recorded else "lost")
         if not finished.recorded or task is None:
             return None, finished  # lost the claim, or no task to describe it with
@@ -74,9 +76,43 @@ def _run(
         ):
             raise  # Ctrl-C in run_ready_jobs: recorded, and the caller stops
         return result, finished
+    if cancellation.seen(job.pk):  # the task saw its cancellation, and returned
+        return _end_cancelled(claimed, task, run, then_claim)
     finished = store.finish(claimed, Success(return_value), then_claim=then_claim)
     run.ended("succeeded" if finished.recorded else "lost")
     return (_finished(job, task) if finished.recorded else None), finished
+
+
+def _end_cancelled(
+    claimed: ClaimedExecution,
+    task,
+    run: tracing.Run,
+    then_claim: storage.ClaimNext | None,
+    cause: BaseException | None = None,
+) -> tuple[TaskResult | None, storage.Finished]:
+    """End a run that returned (or asked to be rescheduled) after its job was cancelled."""
+    exc = JobCancelled(f"Job {claimed.job_id} was cancelled")
+    exc.__cause__ = cause
+    run.failed(exc)
+    failure = Failure(exc, final=True)
+    finished = storage.for_alias().finish(claimed, failure, then_claim=then_claim)
+    run.ended("failed" if finished.recorded else "lost")
+    return (_finished(claimed.job, task) if finished.recorded else None), finished
+
+
+def _failure(job: Job, exc: BaseException) -> Failure:
+    """The failure a run ends with: a cancelled job's is ``JobCancelled``, for good.
+
+    Only a failing run asks the database whether its job was cancelled (a success
+    costs nothing more); what the task raised becomes the cause, with its traceback.
+    """
+    if isinstance(exc, JobCancelled):
+        return Failure(exc, final=True)
+    if cancellation.seen(job.pk) or job.cancel_requested(refresh=True):
+        cancelled = JobCancelled(f"Job {job.pk} was cancelled")
+        cancelled.__cause__ = exc
+        return Failure(cancelled, final=True)
+    return Failure(exc)
 
 
 def _failure_outcome(job: Job) -> str:
