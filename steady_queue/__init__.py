@@ -28,6 +28,11 @@ metrics_flush_interval: timedelta = timedelta(seconds=10)
 preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().
 clear_finished_jobs_after: timedelta = timedelta(days=1)
+# Timeout of the tasks that declare none (@timeout); None: they run as long as they take.
+default_timeout: timedelta | None = None
+# How long a job that ran past its timeout may keep its thread busy, ignoring the
+# interrupt (stuck in C code), before its worker process is recycled.
+timeout_grace: timedelta = timedelta(seconds=10)
 # Default ``duration`` of @limits_concurrency.
 default_concurrency_control_period: timedelta = timedelta(minutes=3)
 # Database alias holding the queue tables (see steady_queue.routers).

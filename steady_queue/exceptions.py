@@ -31,6 +31,17 @@ class JobCancelled(BaseException):
     """
 
 
+class JobTimeout(Exception):
+    """A run went past its task's timeout (``@timeout``); that attempt fails with it.
+
+    An ``Exception``, so that the task's retry policy decides what follows, as for any
+    failure. Its traceback shows where the task was when time ran out.
+    """
+
+    def __init__(self, message: str = "the job ran past its timeout"):
+        super().__init__(message)
+
+
 class UnstorableOutcome(Exception):
     """A job's outcome the database refused to store; the job fails with this instead.
 

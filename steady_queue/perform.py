@@ -9,13 +9,18 @@ error: a run never leaves its claim behind.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import json
 import logging
 import threading
 
-from . import cancellation, storage, tracing
+from asgiref.sync import async_to_sync
+
+from . import cancellation, deadlines, storage, timeouts, tracing
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
-from .exceptions import JobCancelled, RescheduleJob
+from .exceptions import JobCancelled, JobTimeout, RescheduleJob
 from .log import job_fields
 from .models import ClaimedExecution, Job
 from .models.attempt import error_details
@@ -54,7 +59,7 @@ def _run(
         task = task_for(job)
         started = result_for(job, task)
         task_started.send(_backend(), task_result=started)
-        return_value = _call(task, started, job)
+        return_value = _call(task, started, claimed)
     except RescheduleJob as request:
         if cancellation.seen(job.pk) or job.cancel_requested(refresh=True):
             return _end_cancelled(claimed, task, run, then_claim, request)
@@ -120,17 +125,37 @@ def _failure_outcome(job: Job) -> str:
     return "failed" if job._state.fields_cache.get("failed_execution") else "retried"
 
 
-def _call(task, result: TaskResult, job: Job):
+def _call(task, result: TaskResult, claimed: ClaimedExecution):
     from . import arguments
 
+    job = claimed.job
     args, kwargs = arguments.deserialize(job.arguments)
     if task.takes_context:
         args = [TaskContext(task_result=result), *args]
-    return_value = normalize_json(task.call(*args, **kwargs))
+    seconds = timeouts.seconds_for(job.task_path)
+    if seconds is None:
+        return_value = task.call(*args, **kwargs)
+    elif inspect.iscoroutinefunction(task.func):
+        coroutine = async_to_sync(_with_timeout)
+        call = functools.partial(coroutine, task.func, args, kwargs, seconds, job.pk)
+        return_value = deadlines.call_with_deadline(claimed, seconds, call, interruptible=False)
+    else:
+        call = functools.partial(task.call, *args, **kwargs)
+        return_value = deadlines.call_with_deadline(claimed, seconds, call)
+    return_value = normalize_json(return_value)
     # NaN and infinities pass normalize_json but no database stores them as JSON:
     # refuse them here so the job fails (under its retry policy) like any task error.
     json.dumps(return_value, allow_nan=False)
     return return_value
+
+
+async def _with_timeout(func, args, kwargs, seconds: float, job_id: int):
+    """Await the async task, cancelled (JobTimeout) once ``seconds`` have passed."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await func(*args, **kwargs)
+    except TimeoutError as exc:
+        raise JobTimeout(f"Job {job_id} ran past its timeout of {seconds:g} s") from exc
 
 
 def _finished(job: Job, task) -> TaskResult | None:

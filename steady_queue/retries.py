@@ -88,14 +88,20 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteadyQueueTask(Task):
-    """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too."""
+    """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too,
+    and ``@task(timeout=timedelta(...))``."""
 
     retry: RetryPolicy | None = None
+    timeout: timedelta | None = None
 
     def __post_init__(self) -> None:
         Task.__post_init__(self)  # zero-argument super() fails in a slots dataclass
         if self.retry is not None:
             _registry.register(self, self.retry)
+        if self.timeout is not None:
+            from . import timeouts
+
+            timeouts.register(self, self.timeout)
 
 
 def retry_policy(

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 # Exit statuses of a recycled worker (sysexits' EX_TEMPFAIL and the next one).
 EXIT_AFTER_JOBS = 75
 EXIT_ABOVE_MEMORY = 76
-EXIT_STATUSES = {EXIT_AFTER_JOBS: "jobs", EXIT_ABOVE_MEMORY: "memory"}
+EXIT_STUCK = 77
+EXIT_STATUSES = {EXIT_AFTER_JOBS: "jobs", EXIT_ABOVE_MEMORY: "memory", EXIT_STUCK: "stuck"}
 
 MIB = 1024 * 1024
 
@@ -56,9 +57,17 @@ class Recycling:
                 self.exit_status = EXIT_ABOVE_MEMORY
         return self.reason is not None
 
+    def stuck(self, grace: float) -> None:
+        """Recycle: a thread stayed stuck in a job past its timeout for ``grace`` seconds."""
+        if self.reason is None:
+            self.reason = f"with a job stuck {grace:g} s past its timeout"
+            self.exit_status = EXIT_STUCK
+
 
 def describe(status: int, after_jobs: int | None, above_memory: int | None) -> str:
     """The supervisor's words for a recycled worker's exit ``status``."""
     if EXIT_STATUSES.get(status) == "jobs":
         return f"recycled after {after_jobs} jobs"
+    if EXIT_STATUSES.get(status) == "stuck":
+        return "recycled with a job stuck past its timeout"
     return f"recycled above {above_memory} MiB of memory"

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import steady_queue
 
-from .. import configuration, storage
+from .. import configuration, deadlines, storage
 from ..configuration import seconds
 from ..log import claim_fields
 from ..models import ClaimedExecution, Process
@@ -27,6 +27,8 @@ logger = logging.getLogger("steady_queue.processes")
 
 # With every thread busy there is nothing to poll for: a finishing job wakes the worker.
 WAIT_FOR_IDLE_THREAD = 60.0
+# While a thread is stuck in a job past its timeout, how often to see if it is free.
+STUCK_CHECK_INTERVAL = 1.0
 
 
 class Worker(Poller):
@@ -62,6 +64,7 @@ class Worker(Poller):
         self._claiming = 0
         self._claims_paused = False
         self.jobs_run = 0
+        self._stuck_since: dict[int, float] = {}  # given-up thread -> since when
         # Jobs handed to threads so far, and claims the main loop is making: with
         # recycle_after_jobs, together with _claiming they never pass the bound.
         self._started = 0
@@ -109,9 +112,16 @@ class Worker(Poller):
 
     def on_boot(self) -> None:
         self.pool.start()
+        deadlines.watchdog().on_abandon = self._abandoned
         self.listener = listener.start_for_worker(self)
 
     def poll(self) -> float:
+        if not self._stuck_since:
+            return self._poll()
+        self._check_stuck_threads()
+        return min(self._poll(), STUCK_CHECK_INTERVAL)
+
+    def _poll(self) -> float:
         if self._check_recycling():
             return self._recycle_when_idle()
         wanted = self._reserve(self.pool.idle_threads)
@@ -162,7 +172,9 @@ class Worker(Poller):
         counted: list[bool] = []  # whether this thread is counted in _claiming
 
         def allowed() -> bool:
-            counted.append(self._may_claim() and self._start_claiming())
+            # A thread given up on (it ran past a timeout) takes no further job.
+            mine = not self.pool.is_abandoned()
+            counted.append(mine and self._may_claim() and self._start_claiming())
             return counted[-1]
 
         then_claim = storage.ClaimNext(self.queues, self.process, allowed=allowed)
@@ -198,6 +210,30 @@ class Worker(Poller):
             if self.recycling.reason is not None:
                 self.wake_up()  # perhaps the last running job: time to go
         return following
+
+    def _abandoned(self, thread: int, run: deadlines.Run) -> None:
+        """The watchdog ended a job whose thread is stuck: replace the thread, carry on."""
+        if self.pool.abandon(thread):
+            with self._lock:
+                self._running.discard(run.claimed.job_id)
+                self._stuck_since.setdefault(thread, time.monotonic())
+            self.wake_up()
+
+    def _check_stuck_threads(self) -> None:
+        """Recycle once a given-up thread has been stuck for ``timeout_grace``."""
+        grace = seconds(steady_queue.timeout_grace)
+        alive = {thread.ident for thread in self.pool.stuck_threads()}
+        with self._lock:
+            for ident in [i for i in self._stuck_since if i not in alive]:
+                del self._stuck_since[ident]
+            stuck = [t for t in self._stuck_since.values() if time.monotonic() - t >= grace]
+        if stuck and self.recycling.reason is None:
+            self.recycling.stuck(grace)
+            logger.warning(
+                "%s is recycled %s: it claims no more and stops once its other jobs finish",
+                self,
+                self.recycling.reason,
+            )
 
     def _count_job(self) -> None:
         """Count a job run; past a recycling bound, the worker claims no more."""
