@@ -33,6 +33,9 @@ default_timeout: timedelta | None = None
 # How long a job that ran past its timeout may keep its thread busy, ignoring the
 # interrupt (stuck in C code), before its worker process is recycled.
 timeout_grace: timedelta = timedelta(seconds=10)
+# How long a running job whose cancellation was asked for may run on without stopping
+# (steady_queue.context.cancelled) before it is interrupted like a timeout.
+cancel_grace: timedelta = timedelta(seconds=30)
 # Default ``duration`` of @limits_concurrency.
 default_concurrency_control_period: timedelta = timedelta(minutes=3)
 # Database alias holding the queue tables (see steady_queue.routers).

@@ -15,6 +15,10 @@ outcome: the run's own late outcome then changes nothing). The worker gives the 
 thread up and starts another in its place (``on_abandon``), and recycles itself if
 the stuck thread is still there after ``steady_queue.timeout_grace``.
 
+The same goes for a running job whose cancellation was asked for and that did not stop
+within ``steady_queue.cancel_grace``: the worker asks ``cancel_after``, and the run is
+interrupted with ``JobCancelled``, or ended for it, failed for good.
+
 Never delivered late: the exception is raised only while the run's task is called,
 under a lock the run takes when the call returns, and a pending one is cleared then.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import itertools
 import logging
 import os
 import sys
@@ -33,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import JobTimeout
+from .exceptions import JobCancelled, JobTimeout
 
 if TYPE_CHECKING:
     from .models import ClaimedExecution
@@ -55,87 +60,115 @@ _clear_in = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
 
 @dataclass(eq=False)
 class Run:
-    """A run under a deadline: which job, on which thread, until when."""
+    """A run the watchdog knows of: which job, on which thread, under what timeout."""
 
     claimed: ClaimedExecution
-    seconds: float
+    seconds: float | None
     thread: int
-    deadline: float
     interruptible: bool
     lock: threading.Lock = field(default_factory=threading.Lock)
     returned: bool = False
+    cancelling: bool = False
     ended: threading.Event = field(default_factory=threading.Event)
 
-    def __lt__(self, other: Run) -> bool:
-        return self.deadline < other.deadline
+
+@dataclass(order=True)
+class _Deadline:
+    at: float
+    order: int
+    run: Run = field(compare=False)
+    cancel: bool = field(compare=False)  # False: the run's timeout; True: a cancel's grace
 
 
 class Watchdog(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="steady-queue-watchdog", daemon=True)
         self._condition = threading.Condition()
-        self._heap: list[Run] = []
+        self._heap: list[_Deadline] = []
+        self._runs: dict[int, Run] = {}  # job id -> its run, while the task is called
+        self._order = itertools.count()
         #: Called with (thread id, run) when a stuck run's job was ended for it.
         self.on_abandon: Callable[[int, Run], None] | None = None
 
-    def watch(self, claimed: ClaimedExecution, seconds: float, *, interruptible: bool) -> Run:
+    def watch(
+        self, claimed: ClaimedExecution, seconds: float | None, *, interruptible: bool
+    ) -> Run:
         run = Run(
             claimed=claimed,
             seconds=seconds,
             thread=threading.get_ident(),
-            deadline=time.monotonic() + seconds,
             interruptible=interruptible,
         )
         with self._condition:
-            heapq.heappush(self._heap, run)
-            self._condition.notify()
+            self._runs[claimed.job_id] = run
+            if seconds is not None:
+                self._push(time.monotonic() + seconds, run, cancel=False)
         return run
+
+    def forget(self, run: Run) -> None:
+        with self._condition:
+            if self._runs.get(run.claimed.job_id) is run:
+                del self._runs[run.claimed.job_id]
+
+    def cancel_after(self, job_id: int, delay: float) -> bool:
+        """Interrupt the run of ``job_id`` (cancelled) in ``delay`` seconds, if it still runs."""
+        with self._condition:
+            run = self._runs.get(job_id)
+            if run is None or run.cancelling:
+                return False
+            run.cancelling = True
+            self._push(time.monotonic() + max(delay, 0.0), run, cancel=True)
+            return True
+
+    def _push(self, at: float, run: Run, *, cancel: bool) -> None:
+        heapq.heappush(self._heap, _Deadline(at, next(self._order), run, cancel))
+        self._condition.notify()
 
     def run(self) -> None:
         while True:
             with self._condition:
-                while not self._heap or self._heap[0].deadline > time.monotonic():
+                while not self._heap or self._heap[0].at > time.monotonic():
                     if self._heap:
-                        self._condition.wait(self._heap[0].deadline - time.monotonic())
+                        self._condition.wait(self._heap[0].at - time.monotonic())
                     else:
                         self._condition.wait()
                 due = heapq.heappop(self._heap)
-            if not due.ended.is_set():
+            if not due.run.ended.is_set():
                 try:
-                    self._expire(due)
+                    self._expire(due.run, due.cancel)
                 except Exception:
-                    logger.exception("Could not end job %s past its timeout", due.claimed.job_id)
+                    logger.exception("Could not end job %s in time", due.run.claimed.job_id)
 
-    def _expire(self, run: Run) -> None:
+    def _expire(self, run: Run, cancel: bool) -> None:
         with run.lock:
             if run.returned:
                 return
             if run.interruptible:
-                _raise_in(run.thread, JobTimeout)
+                _raise_in(run.thread, JobCancelled if cancel else JobTimeout)
         if run.ended.wait(INTERRUPT_WAIT):
             return  # it stopped, and records its own failure
-        self._end_for(run)
+        self._end_for(run, cancel)
 
-    def _end_for(self, run: Run) -> None:
+    def _end_for(self, run: Run, cancel: bool) -> None:
         from django.db import connections
 
         from . import storage
         from .models.claimed_finish import Failure
 
-        exc = timeout_error(run)
+        exc = cancel_error(run) if cancel else timeout_error(run)
         frame = sys._current_frames().get(run.thread)
         if frame is not None:
             exc.add_note("Where the task was:\n" + "".join(traceback.format_stack(frame)))
         try:
-            finished = storage.for_alias().finish(run.claimed, Failure(exc))
+            finished = storage.for_alias().finish(run.claimed, Failure(exc, final=cancel))
         finally:
             connections.close_all()  # this thread's own: it sleeps until the next deadline
         if finished.recorded:
             logger.warning(
-                "Job %s ran past its timeout of %g s and did not stop; it failed with "
-                "JobTimeout, its thread is given up",
+                "Job %s did not stop (%s); it failed with %s, its thread is given up",
                 run.claimed.job_id,
-                run.seconds,
+                exc,
+                type(exc).__name__,
             )
         if self.on_abandon is not None:
             self.on_abandon(run.thread, run)
@@ -145,17 +178,22 @@ def timeout_error(run: Run) -> JobTimeout:
     return JobTimeout(f"Job {run.claimed.job_id} ran past its timeout of {run.seconds:g} s")
 
 
+def cancel_error(run: Run) -> JobCancelled:
+    return JobCancelled(f"Job {run.claimed.job_id} was cancelled and did not stop in time")
+
+
 def call_with_deadline(
     claimed: ClaimedExecution,
-    seconds: float,
+    seconds: float | None,
     call: Callable[[], Any],
     *,
     interruptible: bool = True,
 ) -> Any:
-    """Run ``call()`` (the task) under a deadline of ``seconds``; JobTimeout when it passes.
+    """Run ``call()`` (the task) under a timeout of ``seconds`` (None: none).
 
-    ``interruptible=False`` (an async task, cancelled by its own event loop): the
-    watchdog only ends the job for it if it has not stopped shortly after the deadline.
+    The watchdog knows the run either way, to interrupt it once a cancellation's grace
+    is over (``cancel_after``). ``interruptible=False`` (an async task, cancelled by its
+    own event loop): the watchdog only ends the job for it if it does not stop.
     """
     run = watchdog().watch(claimed, seconds, interruptible=interruptible)
     try:
@@ -164,22 +202,27 @@ def call_with_deadline(
         if not exc.args or exc.args == JobTimeout().args:
             exc.args = timeout_error(run).args  # raised by the watchdog: say which timeout
         raise
+    except JobCancelled as exc:
+        if not exc.args:
+            exc.args = cancel_error(run).args
+        raise
     finally:
         _returned(run)
 
 
 def _returned(run: Run) -> None:
     """Mark the call returned, so that no interrupt comes later, and clear one pending."""
-    delivered: JobTimeout | None = None
+    delivered: BaseException | None = None
     while True:
         try:
             with run.lock:
                 run.returned = True
                 _clear_in(run.thread, None)
             break
-        except JobTimeout as exc:  # delivered just now: the call timed out after all
+        except (JobTimeout, JobCancelled) as exc:  # delivered just now: it counts
             delivered = exc
     run.ended.set()
+    watchdog().forget(run)
     if delivered is not None:
         raise delivered
 

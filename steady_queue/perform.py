@@ -133,11 +133,12 @@ def _call(task, result: TaskResult, claimed: ClaimedExecution):
     if task.takes_context:
         args = [TaskContext(task_result=result), *args]
     seconds = timeouts.seconds_for(job.task_path)
-    if seconds is None:
-        return_value = task.call(*args, **kwargs)
-    elif inspect.iscoroutinefunction(task.func):
-        coroutine = async_to_sync(_with_timeout)
-        call = functools.partial(coroutine, task.func, args, kwargs, seconds, job.pk)
+    if inspect.iscoroutinefunction(task.func):
+        if seconds is None:
+            call = functools.partial(task.call, *args, **kwargs)
+        else:
+            coroutine = async_to_sync(_with_timeout)
+            call = functools.partial(coroutine, task.func, args, kwargs, seconds, job.pk)
         return_value = deadlines.call_with_deadline(claimed, seconds, call, interruptible=False)
     else:
         call = functools.partial(task.call, *args, **kwargs)

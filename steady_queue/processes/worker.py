@@ -10,12 +10,14 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 
+from django.utils import timezone
+
 import steady_queue
 
 from .. import configuration, deadlines, storage
 from ..configuration import seconds
 from ..log import claim_fields
-from ..models import ClaimedExecution, Process
+from ..models import ClaimedExecution, Job, Process
 from ..perform import perform_then_claim
 from . import listener
 from .outages import recover_connections
@@ -29,6 +31,8 @@ logger = logging.getLogger("steady_queue.processes")
 WAIT_FOR_IDLE_THREAD = 60.0
 # While a thread is stuck in a job past its timeout, how often to see if it is free.
 STUCK_CHECK_INTERVAL = 1.0
+# While jobs run, how often to ask which of them were cancelled (one query).
+CANCEL_CHECK_INTERVAL = 2.0
 
 
 class Worker(Poller):
@@ -65,6 +69,7 @@ class Worker(Poller):
         self._claims_paused = False
         self.jobs_run = 0
         self._stuck_since: dict[int, float] = {}  # given-up thread -> since when
+        self._next_cancel_check = 0.0
         # Jobs handed to threads so far, and claims the main loop is making: with
         # recycle_after_jobs, together with _claiming they never pass the bound.
         self._started = 0
@@ -116,10 +121,13 @@ class Worker(Poller):
         self.listener = listener.start_for_worker(self)
 
     def poll(self) -> float:
-        if not self._stuck_since:
-            return self._poll()
-        self._check_stuck_threads()
-        return min(self._poll(), STUCK_CHECK_INTERVAL)
+        delay = self._poll()
+        if self.running_job_ids:
+            delay = min(delay, self._check_cancellations())
+        if self._stuck_since:
+            self._check_stuck_threads()
+            delay = min(delay, STUCK_CHECK_INTERVAL)
+        return delay
 
     def _poll(self) -> float:
         if self._check_recycling():
@@ -218,6 +226,24 @@ class Worker(Poller):
                 self._running.discard(run.claimed.job_id)
                 self._stuck_since.setdefault(thread, time.monotonic())
             self.wake_up()
+
+    def _check_cancellations(self) -> float:
+        """Have the runs of cancelled jobs interrupted once their grace is over.
+
+        A task that looks (``cancelled()``) stops by itself; this is for one that does
+        not. Asks every CANCEL_CHECK_INTERVAL; returns how long until the next time.
+        """
+        now = time.monotonic()
+        if now < self._next_cancel_check:
+            return self._next_cancel_check - now
+        self._next_cancel_check = now + CANCEL_CHECK_INTERVAL
+        running = Job.objects.filter(pk__in=self.running_job_ids, cancel_requested_at__isnull=False)
+        grace = seconds(steady_queue.cancel_grace)
+        wall = timezone.now()
+        for job_id, asked_at in running.values_list("pk", "cancel_requested_at"):
+            left = grace - (wall - asked_at).total_seconds()
+            deadlines.watchdog().cancel_after(job_id, left)
+        return CANCEL_CHECK_INTERVAL
 
     def _check_stuck_threads(self) -> None:
         """Recycle once a given-up thread has been stuck for ``timeout_grace``."""

@@ -30,3 +30,24 @@ def test_a_running_job_that_checks_cancelled_ends_soon_after_cancel(start_superv
     assert not ClaimedExecution.objects.exists()
     supervisor.send(signal.SIGTERM)
     assert supervisor.wait() == 0
+
+
+def test_a_running_job_that_never_looks_is_interrupted_after_the_grace(start_supervisor):
+    supervisor = start_supervisor("ONE_THREAD", children=1, SQ_CANCEL_GRACE="1")
+    result = cancelling.ignores_cancellation.enqueue()
+    wait_until(lambda: ClaimedExecution.objects.filter(job_id=result.id).exists(), what="a start")
+
+    Job.objects.get(pk=result.id).cancel()
+
+    # 1 s of grace, found by the worker's check every 2 s: well within 10 s.
+    failed = wait_until(
+        lambda: FailedExecution.objects.filter(job_id=result.id).first(),
+        timeout=10,
+        what="the interrupted job to end",
+    )
+    assert failed.exception_class == "steady_queue.exceptions.JobCancelled"
+    assert "in ignores_cancellation" in failed.backtrace  # interrupted where it was
+    after = cancelling.notices_and_returns.enqueue()  # the one thread is free again
+    wait_until(lambda: FailedExecution.objects.filter(job_id=after.id).exists(), what="next")
+    supervisor.send(signal.SIGTERM)
+    assert supervisor.wait() == 0

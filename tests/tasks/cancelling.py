@@ -55,3 +55,12 @@ def waits_to_be_cancelled(context) -> str:
     while not cancelled(context) and time.monotonic() < deadline:
         time.sleep(0.02)
     return "stopped"
+
+
+@task()
+def ignores_cancellation() -> str:
+    """Never looks: only the interrupt after cancel_grace stops it."""
+    deadline = time.monotonic() + WAIT_LIMIT
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "finished anyway"
