@@ -69,7 +69,9 @@ class Worker(Poller):
         self._claims_paused = False
         self.jobs_run = 0
         self._stuck_since: dict[int, float] = {}  # given-up thread -> since when
-        self._next_cancel_check = 0.0
+        # A poll asks about cancellations at most every CANCEL_CHECK_INTERVAL, not at once:
+        # the jobs it hands out have only just started.
+        self._next_cancel_check = time.monotonic() + CANCEL_CHECK_INTERVAL
         # Jobs handed to threads so far, and claims the main loop is making: with
         # recycle_after_jobs, together with _claiming they never pass the bound.
         self._started = 0
