@@ -28,6 +28,14 @@ metrics_flush_interval: timedelta = timedelta(seconds=10)
 preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().
 clear_finished_jobs_after: timedelta = timedelta(days=1)
+# Timeout of the tasks that declare none (@timeout); None: they run as long as they take.
+default_timeout: timedelta | None = None
+# How long a job that ran past its timeout may keep its thread busy, ignoring the
+# interrupt (stuck in C code), before its worker process is recycled.
+timeout_grace: timedelta = timedelta(seconds=10)
+# How long a running job whose cancellation was asked for may run on without stopping
+# (steady_queue.context.cancelled) before it is interrupted like a timeout.
+cancel_grace: timedelta = timedelta(seconds=30)
 # Default ``duration`` of @limits_concurrency.
 default_concurrency_control_period: timedelta = timedelta(minutes=3)
 # Database alias holding the queue tables (see steady_queue.routers).

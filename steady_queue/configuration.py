@@ -30,12 +30,19 @@ class Worker:
 
     ``processes`` forks that many identical workers. ``queues`` takes exact names,
     ``"*"`` for all queues and prefixes ending in ``*`` (``"beta*"``).
+
+    ``recycle_after_jobs`` (a number of jobs) and ``recycle_above_memory`` (MiB of
+    resident memory) replace a worker process once it ran that many jobs, or grew past
+    that size: it stops claiming, lets its running jobs finish and exits, and the
+    supervisor starts a fresh one at once. None (the default): never.
     """
 
     queues: Sequence[str] = ("*",)
     threads: int = 3
     processes: int = 1
     polling_interval: Seconds = timedelta(seconds=0.1)
+    recycle_after_jobs: int | None = None
+    recycle_above_memory: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,13 +155,19 @@ def _entry_problems(entry: Worker | Dispatcher, where: str) -> list[checks.Check
     return found
 
 
+COUNTS = ("threads", "processes", "batch_size", "recycle_after_jobs", "recycle_above_memory")
+OPTIONAL_COUNTS = ("recycle_after_jobs", "recycle_above_memory")
+
+
 def _value_problems(name: str, value: object, where: str) -> list[checks.CheckMessage]:
     if name == "queues":
         return _queues_problems(value, where)
     if name == "concurrency_maintenance":
         ok = isinstance(value, bool)
         return [] if ok else [_error(f"{where} must be True or False, not {value!r}.", "E103")]
-    if name in ("threads", "processes", "batch_size"):
+    if name in OPTIONAL_COUNTS and value is None:
+        return []
+    if name in COUNTS:
         if isinstance(value, bool) or not isinstance(value, int):
             return [_error(f"{where} must be an integer, not {value!r}.", "E103")]
         return [] if value > 0 else [_error(f"{where} must be at least 1, not {value}.", "E104")]

@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from . import cancellation
 from .compat import TaskContext
-from .exceptions import RescheduleJob
+from .exceptions import JobCancelled, RescheduleJob
 
 
 def reschedule(context: TaskContext, delay: timedelta | datetime) -> None:
@@ -38,14 +39,32 @@ def report_progress(context: TaskContext, current: int, total: int, message: str
     """Store how far the job has come; other connections can read it at once.
 
     Written in autocommit: inside a transaction you opened on the queue database
-    it becomes visible when that transaction commits.
+    it becomes visible when that transaction commits. Raises ``JobCancelled`` once
+    the job's cancellation was asked for (``Job.cancel()``): the run ends there.
     """
     from .models import Job
 
     if not 0 <= current <= total:
         raise ValueError(f"report_progress() needs 0 <= current <= total, not {current}/{total}.")
     progress = {"current": current, "total": total, "message": message}
-    Job.objects.filter(pk=int(context.task_result.id)).update(progress=progress)
+    job_id = int(context.task_result.id)
+    stored = Job.objects.filter(pk=job_id, cancel_requested_at__isnull=True).update(
+        progress=progress
+    )
+    if not stored and Job.objects.filter(pk=job_id, cancel_requested_at__isnull=False).exists():
+        cancellation.mark(job_id)
+        raise JobCancelled(f"Job {job_id} was cancelled")
+
+
+def cancelled(context: TaskContext) -> bool:
+    """Whether this job's cancellation was asked for: stop, and the job ends cancelled.
+
+    Cheap enough for a loop: the database is asked at most four times a second. Once
+    it returned True, the run ends as cancelled (failed with ``JobCancelled``) however
+    the task ends, by returning or raising.
+    """
+    return cancellation.requested(int(context.task_result.id))
 
 
 areport_progress = sync_to_async(report_progress)
+acancelled = sync_to_async(cancelled)

@@ -22,6 +22,26 @@ class RescheduleJob(BaseException):
         self.run_at = run_at
 
 
+class JobCancelled(BaseException):
+    """The error of a cancelled job (``Job.cancel()``, ``cancel_all()``, the dashboard).
+
+    Raised by ``report_progress`` in a running job whose cancellation was asked for. A
+    ``BaseException``, like ``RescheduleJob``, so that a task's ``except Exception`` does
+    not swallow it. A job that ends with it is failed for good: no retry policy applies.
+    """
+
+
+class JobTimeout(Exception):
+    """A run went past its task's timeout (``@timeout``); that attempt fails with it.
+
+    An ``Exception``, so that the task's retry policy decides what follows, as for any
+    failure. Its traceback shows where the task was when time ran out.
+    """
+
+    def __init__(self, message: str = "the job ran past its timeout"):
+        super().__init__(message)
+
+
 class UnstorableOutcome(Exception):
     """A job's outcome the database refused to store; the job fails with this instead.
 

@@ -9,13 +9,18 @@ error: a run never leaves its claim behind.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import json
 import logging
 import threading
 
-from . import storage, tracing
+from asgiref.sync import async_to_sync
+
+from . import cancellation, deadlines, storage, timeouts, tracing
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
-from .exceptions import RescheduleJob
+from .exceptions import JobCancelled, JobTimeout, RescheduleJob
 from .log import job_fields
 from .models import ClaimedExecution, Job
 from .models.attempt import error_details
@@ -54,15 +59,17 @@ def _run(
         task = task_for(job)
         started = result_for(job, task)
         task_started.send(_backend(), task_result=started)
-        return_value = _call(task, started, job)
+        return_value = _call(task, started, claimed)
     except RescheduleJob as request:
+        if cancellation.seen(job.pk) or job.cancel_requested(refresh=True):
+            return _end_cancelled(claimed, task, run, then_claim, request)
         # Not an attempt: nothing is recorded but the new time, and no task_finished.
         finished = store.finish(claimed, Reschedule(request.run_at), then_claim=then_claim)
         run.ended("rescheduled" if finished.recorded else "lost")
         return None, finished
     except BaseException as exc:
         run.failed(exc)
-        finished = store.finish(claimed, Failure(exc), then_claim=then_claim)
+        finished = store.finish(claimed, _failure(job, exc), then_claim=then_claim)
         run.ended(_failure_outcome(job) if finished.recorded else "lost")
         if not finished.recorded or task is None:
             return None, finished  # lost the claim, or no task to describe it with
@@ -74,9 +81,43 @@ def _run(
         ):
             raise  # Ctrl-C in run_ready_jobs: recorded, and the caller stops
         return result, finished
+    if cancellation.seen(job.pk):  # the task saw its cancellation, and returned
+        return _end_cancelled(claimed, task, run, then_claim)
     finished = store.finish(claimed, Success(return_value), then_claim=then_claim)
     run.ended("succeeded" if finished.recorded else "lost")
     return (_finished(job, task) if finished.recorded else None), finished
+
+
+def _end_cancelled(
+    claimed: ClaimedExecution,
+    task,
+    run: tracing.Run,
+    then_claim: storage.ClaimNext | None,
+    cause: BaseException | None = None,
+) -> tuple[TaskResult | None, storage.Finished]:
+    """End a run that returned (or asked to be rescheduled) after its job was cancelled."""
+    exc = JobCancelled(f"Job {claimed.job_id} was cancelled")
+    exc.__cause__ = cause
+    run.failed(exc)
+    failure = Failure(exc, final=True)
+    finished = storage.for_alias().finish(claimed, failure, then_claim=then_claim)
+    run.ended("failed" if finished.recorded else "lost")
+    return (_finished(claimed.job, task) if finished.recorded else None), finished
+
+
+def _failure(job: Job, exc: BaseException) -> Failure:
+    """The failure a run ends with: a cancelled job's is ``JobCancelled``, for good.
+
+    Only a failing run asks the database whether its job was cancelled (a success
+    costs nothing more); what the task raised becomes the cause, with its traceback.
+    """
+    if isinstance(exc, JobCancelled):
+        return Failure(exc, final=True)
+    if cancellation.seen(job.pk) or job.cancel_requested(refresh=True):
+        cancelled = JobCancelled(f"Job {job.pk} was cancelled")
+        cancelled.__cause__ = exc
+        return Failure(cancelled, final=True)
+    return Failure(exc)
 
 
 def _failure_outcome(job: Job) -> str:
@@ -84,17 +125,38 @@ def _failure_outcome(job: Job) -> str:
     return "failed" if job._state.fields_cache.get("failed_execution") else "retried"
 
 
-def _call(task, result: TaskResult, job: Job):
+def _call(task, result: TaskResult, claimed: ClaimedExecution):
     from . import arguments
 
+    job = claimed.job
     args, kwargs = arguments.deserialize(job.arguments)
     if task.takes_context:
         args = [TaskContext(task_result=result), *args]
-    return_value = normalize_json(task.call(*args, **kwargs))
+    seconds = timeouts.seconds_for(job.task_path)
+    if inspect.iscoroutinefunction(task.func):
+        if seconds is None:
+            call = functools.partial(task.call, *args, **kwargs)
+        else:
+            coroutine = async_to_sync(_with_timeout)
+            call = functools.partial(coroutine, task.func, args, kwargs, seconds, job.pk)
+        return_value = deadlines.call_with_deadline(claimed, seconds, call, interruptible=False)
+    else:
+        call = functools.partial(task.call, *args, **kwargs)
+        return_value = deadlines.call_with_deadline(claimed, seconds, call)
+    return_value = normalize_json(return_value)
     # NaN and infinities pass normalize_json but no database stores them as JSON:
     # refuse them here so the job fails (under its retry policy) like any task error.
     json.dumps(return_value, allow_nan=False)
     return return_value
+
+
+async def _with_timeout(func, args, kwargs, seconds: float, job_id: int):
+    """Await the async task, cancelled (JobTimeout) once ``seconds`` have passed."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await func(*args, **kwargs)
+    except TimeoutError as exc:
+        raise JobTimeout(f"Job {job_id} ran past its timeout of {seconds:g} s") from exc
 
 
 def _finished(job: Job, task) -> TaskResult | None:

@@ -89,12 +89,12 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteadyQueueTask(Task):
-    """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too.
-
-    So does ``@task(unique=Unique(...))`` (``steady_queue.uniqueness``).
-    """
+    """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too,
+    and ``@task(timeout=timedelta(...))`` and ``@task(unique=Unique(...))``
+    (``steady_queue.uniqueness``)."""
 
     retry: RetryPolicy | None = None
+    timeout: timedelta | None = None
     unique: uniqueness.Unique | None = None
 
     def __post_init__(self) -> None:
@@ -103,6 +103,10 @@ class SteadyQueueTask(Task):
         Task.__post_init__(self)  # zero-argument super() fails in a slots dataclass
         if self.retry is not None:
             _registry.register(self, self.retry)
+        if self.timeout is not None:
+            from . import timeouts
+
+            timeouts.register(self, self.timeout)
         if self.unique is not None:
             uniqueness.register(self, self.unique)
 

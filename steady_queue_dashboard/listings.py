@@ -50,8 +50,8 @@ LISTINGS: dict[str, Listing] = {
             time_label=_("Enqueued"),
             queue_field="ready_execution__queue_name",
             priority_field="ready_execution__priority",
-            row_actions=("discard",),
-            bulk_actions=("discard",),
+            row_actions=("cancel", "discard"),
+            bulk_actions=("cancel", "discard"),
             empty=_("No job is waiting for a worker."),
         ),
         Listing(
@@ -68,8 +68,8 @@ LISTINGS: dict[str, Listing] = {
             time_label=_("Due"),
             queue_field="scheduled_execution__queue_name",
             priority_field="scheduled_execution__priority",
-            row_actions=("dispatch", "discard"),
-            bulk_actions=("dispatch", "discard"),
+            row_actions=("dispatch", "cancel", "discard"),
+            bulk_actions=("dispatch", "cancel", "discard"),
             empty=_("No job is scheduled for later."),
         ),
         Listing(
@@ -80,6 +80,8 @@ LISTINGS: dict[str, Listing] = {
             time_field="claimed_execution__created_at",
             time_label=_("Started"),
             live=True,
+            row_actions=("cancel",),
+            bulk_actions=("cancel",),
             empty=_("No job is running."),
         ),
         Listing(
@@ -96,8 +98,8 @@ LISTINGS: dict[str, Listing] = {
             time_label=_("Enqueued"),
             queue_field="blocked_execution__queue_name",
             priority_field="blocked_execution__priority",
-            row_actions=("release", "discard"),
-            bulk_actions=("release", "discard"),
+            row_actions=("release", "cancel", "discard"),
+            bulk_actions=("release", "cancel", "discard"),
             empty=_("No job is waiting for a concurrency slot."),
         ),
         Listing(

@@ -84,6 +84,7 @@ urlpatterns = [
     # Actions (POST only), apart from every page.
     path("actions/jobs/<sq_status:status>/retry/", job_actions.jobs_retry, name="jobs-retry"),
     path("actions/jobs/<sq_status:status>/discard/", job_actions.jobs_discard, name="jobs-discard"),
+    path("actions/jobs/<sq_status:status>/cancel/", job_actions.jobs_cancel, name="jobs-cancel"),
     path(
         "actions/jobs/<sq_status:status>/dispatch/",
         job_actions.jobs_dispatch,
@@ -92,6 +93,7 @@ urlpatterns = [
     path("actions/jobs/<sq_status:status>/release/", job_actions.jobs_release, name="jobs-release"),
     path("actions/job/retry/<sq_job:pk>/", job_actions.job_retry, name="job-retry"),
     path("actions/job/discard/<sq_job:pk>/", job_actions.job_discard, name="job-discard"),
+    path("actions/job/cancel/<sq_job:pk>/", job_actions.job_cancel, name="job-cancel"),
     path("actions/job/dispatch/<sq_job:pk>/", job_actions.job_dispatch, name="job-dispatch"),
     path("actions/job/release/<sq_job:pk>/", job_actions.job_release, name="job-release"),
     path("actions/queue/pause/<sq_key:name>/", queues.queue_pause, name="queue-pause"),

@@ -38,7 +38,11 @@ class ClaimedLifecycle(ClaimedFinish):
 
         They keep their concurrency slot: the semaphore was taken when they became ready.
         """
-        return sum(claim.record(Release()) for claim in cls._with_jobs(claims))
+        # A cancelled job given back would run again: it ends as cancelled instead.
+        return sum(
+            claim.record(_cancelled() if claim.job.cancel_requested() else Release())
+            for claim in cls._with_jobs(claims)
+        )
 
     @classmethod
     def fail_all_with(cls, claims: QuerySet, exc: BaseException) -> int:
@@ -58,7 +62,8 @@ class ClaimedLifecycle(ClaimedFinish):
         failed = []
         for claim in claims:
             worker_id = names.get(claim.process_id) or f"process-{claim.process_id}"
-            if claim.record(Failure(exc), worker_id=worker_id):
+            outcome = _cancelled(exc) if claim.job.cancel_requested() else Failure(exc)
+            if claim.record(outcome, worker_id=worker_id):
                 failed.append(claim.job)
         for job in failed:
             _announce(job)
@@ -80,3 +85,12 @@ def _announce(job: Job) -> None:
         failed_by_crash.send(ClaimedLifecycle, job=job)
     except Exception:
         logger.exception("Could not announce the failure of job %s", job.pk)
+
+
+def _cancelled(cause: BaseException | None = None) -> Failure:
+    """The end of a cancelled job whose run was cut short: failed for good, no retry."""
+    from ..exceptions import JobCancelled
+
+    exc = JobCancelled("cancelled while running")
+    exc.__cause__ = cause
+    return Failure(exc, final=True)

@@ -10,13 +10,16 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import arguments, concurrency, uniqueness
 from .base import QueueManager, QueueModel, QueueQuerySet
+from .job_cancellation import Cancellable, CancellableQuerySet
 from .job_clearable import ClearableQuerySet
 from .job_executable import EXECUTION_RELATIONS, Executable
 from .job_operations import Operations, OperationsQuerySet
 from .job_retryable import Retryable, RetryableQuerySet
 
 
-class JobQuerySet(RetryableQuerySet, OperationsQuerySet, ClearableQuerySet, QueueQuerySet):
+class JobQuerySet(
+    RetryableQuerySet, OperationsQuerySet, CancellableQuerySet, ClearableQuerySet, QueueQuerySet
+):
     def finished(self) -> JobQuerySet:
         return self.filter(finished_at__isnull=False)
 
@@ -28,7 +31,7 @@ class JobQuerySet(RetryableQuerySet, OperationsQuerySet, ClearableQuerySet, Queu
         return self.select_related(*EXECUTION_RELATIONS, "claimed_execution__process")
 
 
-class Job(Retryable, Operations, Executable, QueueModel):
+class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     """One task invocation, kept as a single row for its whole life."""
 
     queue_name = models.CharField(_("queue"), max_length=255)
@@ -52,6 +55,8 @@ class Job(Retryable, Operations, Executable, QueueModel):
     progress = models.JSONField(_("progress"), null=True, blank=True)
     # The W3C trace context of the span that enqueued the job (steady_queue.tracing).
     trace_context = models.JSONField(_("trace context"), null=True, blank=True)
+    # When someone asked to cancel the job (Job.cancel()); it ends as cancelled.
+    cancel_requested_at = models.DateTimeField(_("cancel requested at"), null=True, blank=True)
     created_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 

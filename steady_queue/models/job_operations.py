@@ -66,7 +66,7 @@ class OperationsQuerySet(models.QuerySet):
         """
         discarded = 0
         for relation in DISCARDABLE:
-            executions = _executions_of(self, relation)
+            executions = executions_of(self, relation)
             while batch := _discard_batch(executions, batch_size):
                 discarded += batch
         return discarded
@@ -75,7 +75,7 @@ class OperationsQuerySet(models.QuerySet):
         """Make the scheduled jobs of this queryset ready now; return how many."""
         from .execution import ScheduledExecution
 
-        scheduled = _executions_of(self, "scheduled_execution")
+        scheduled = executions_of(self, "scheduled_execution")
         dispatched = 0
         while True:
             with db.atomic():
@@ -86,7 +86,7 @@ class OperationsQuerySet(models.QuerySet):
                 dispatched += ScheduledExecution.dispatch_jobs(ids)
 
 
-def _executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:
+def executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:
     model = jobs.model._meta.get_field(relation).related_model
     return model.objects.filter(job__in=jobs.values("pk"))
 
@@ -102,11 +102,11 @@ def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
             return 0
         jobs = Job.objects.filter(pk__in=ids)
         # Only a ready job holds a semaphore slot (blocked ones wait, failed ones gave it back).
-        held = _semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
+        held = semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
         if executions.model is not FailedExecution:  # a failed job was counted as failed
             count_cancelled(jobs)
         _delete_jobs(executions.model, ids)
-    _give_back(held)
+    give_back(held)
     return len(ids)
 
 
@@ -124,12 +124,12 @@ def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
     jobs._raw_delete(jobs.db)
 
 
-def _semaphores_held(jobs: models.QuerySet) -> Counter:
+def semaphores_held(jobs: models.QuerySet) -> Counter:
     limited = jobs.exclude(concurrency_key="").values_list("task_path", "concurrency_key")
     return Counter(limited)
 
 
-def _give_back(held: Counter) -> None:
+def give_back(held: Counter) -> None:
     # Outside the discarding transaction, as when a job finishes: maintenance catches up.
     from .execution import BlockedExecution
     from .semaphore import Semaphore

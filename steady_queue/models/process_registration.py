@@ -20,10 +20,17 @@ class Registration:
         now = timezone.now()
         return cls.objects.create(last_heartbeat_at=now, created_at=now, **attributes)
 
-    def heartbeat(self) -> bool:
-        """Record that this process is alive; False when its row is gone (it was pruned)."""
+    def heartbeat(self, metadata: dict | None = None) -> bool:
+        """Record that this process is alive; False when its row is gone (it was pruned).
+
+        ``metadata``, when given, replaces what the dashboard shows of the process
+        (a worker's job count and memory), in the same statement.
+        """
         rows = type(self).objects.filter(pk=self.pk)
-        return rows.update(last_heartbeat_at=timezone.now()) > 0
+        changes = {"last_heartbeat_at": timezone.now()}
+        if metadata is not None:
+            changes["metadata"] = self.metadata = metadata
+        return rows.update(**changes) > 0
 
     def row_exists(self) -> Exists:
         """A condition for a claim's query: true while this process's row exists.

@@ -44,6 +44,8 @@ class Base(Interruptible):
         self.stopping = False
         self.quitting = False
         self.orphaned = False
+        # The process's exit status once it stops (a recycled worker's says so).
+        self.exit_status = 0
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name} (pid {os.getpid()})"
@@ -51,6 +53,10 @@ class Base(Interruptible):
     def metadata(self) -> dict:
         """What the dashboard shows about this process."""
         return {}
+
+    def live_metadata(self) -> dict | None:
+        """What the dashboard shows, as of now, written with each heartbeat (None: no change)."""
+        return None
 
     def supervised_by(self, supervisor: Process | None, pid: int) -> None:
         self.supervisor, self.supervisor_pid = supervisor, pid

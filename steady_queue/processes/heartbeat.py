@@ -68,7 +68,7 @@ class Heartbeat(threading.Thread):
         """Refresh the row; False (and the owner stops) if it is gone, None if unknown."""
         sent = _clock()
         try:
-            alive = self.owner.process.heartbeat()
+            alive = self.owner.process.heartbeat(self.owner.live_metadata())
         except Exception as exc:
             self._outage.failed(exc)
             return None

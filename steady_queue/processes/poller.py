@@ -58,7 +58,7 @@ class Poller(Base, abc.ABC):
                 self.run()
         finally:
             self.shutdown()
-        return 0
+        return self.exit_status
 
     def boot(self) -> None:
         self.open_wakeup_pipe()

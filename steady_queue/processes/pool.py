@@ -31,6 +31,9 @@ class Pool:
         self._lock = threading.Lock()
         self._busy = 0
         self._threads: list[threading.Thread] = []
+        # Threads given up on (stuck in a job that ran past its timeout): each has been
+        # replaced, and leaves the pool once its work returns, if it ever does.
+        self._abandoned: set[int] = set()
 
     def start(self) -> None:
         for index in range(self.size):
@@ -46,6 +49,32 @@ class Pool:
         with self._lock:
             self._busy += 1
         self._queue.put(work)
+
+    def abandon(self, ident: int) -> bool:
+        """Give up on the busy thread ``ident``: another takes its place now.
+
+        False if it is not one of ours (or was given up on already).
+        """
+        with self._lock:
+            ours = any(thread.ident == ident for thread in self._threads)
+            if not ours or ident in self._abandoned:
+                return False
+            self._abandoned.add(ident)
+            self._busy -= 1
+            index = len(self._threads)
+        self._start_thread(index)
+        self._on_idle()
+        return True
+
+    def is_abandoned(self, ident: int | None = None) -> bool:
+        """Whether the thread ``ident`` (default: the calling one) was given up on."""
+        with self._lock:
+            return (threading.get_ident() if ident is None else ident) in self._abandoned
+
+    def stuck_threads(self) -> list[threading.Thread]:
+        """The given-up threads still running their work."""
+        with self._lock:
+            return [t for t in self._threads if t.ident in self._abandoned and t.is_alive()]
 
     def shutdown(self) -> None:
         """Let every thread end once it has finished its current work."""
@@ -73,6 +102,8 @@ class Pool:
         try:
             while (work := self._queue.get()) is not None:
                 self._run(work)
+                if self.is_abandoned():
+                    break  # replaced while it was stuck: its replacement carries on
             stopped = True
         except BaseException:
             # The work handles its own errors (a job's end with them); this is a bug.
@@ -88,5 +119,8 @@ class Pool:
         finally:
             recover_connections()
             with self._lock:
-                self._busy -= 1
-            self._on_idle()
+                abandoned = threading.get_ident() in self._abandoned
+                if not abandoned:  # an abandoned thread no longer counts as busy
+                    self._busy -= 1
+            if not abandoned:
+                self._on_idle()

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from django.utils import timezone
+
 import steady_queue
 
 from ..configuration import Options, seconds
@@ -25,6 +27,7 @@ from .forking import fork_process
 from .outages import OutageLog, close_connections
 from .pidfile import Pidfile
 from .poller import Poller
+from .recycling import EXIT_STATUSES, describe
 from .scheduler import Scheduler
 from .worker import Worker
 
@@ -63,6 +66,7 @@ class Supervisor(Base):
         self._restarts: dict[int, float] = {}  # slot -> when to start it again
         self._quick_exits: dict[int, int] = {}
         self._exited: list[tuple[str, ProcessExitError | None]] = []
+        self._replaced: dict[int, dict] = {}  # slot -> why its last worker was recycled
         self._next_heartbeat = 0.0
         self._next_prune = 0.0
         self._outage = OutageLog(logger, "Supervisor maintenance")
@@ -174,6 +178,8 @@ class Supervisor(Base):
     def _start_fork(self, slot: int) -> None:
         process = self.factories[slot]()
         process.supervised_by(self.process, os.getpid())
+        if slot in self._replaced and isinstance(process, Worker):
+            process.replaced = self._replaced.pop(slot)
         try:
             pid = fork_process(process, parent=self)
         except OSError as exc:  # out of processes or memory: try again later
@@ -197,7 +203,10 @@ class Supervisor(Base):
                 self._handle_exit(fork, pid, status)
 
     def _handle_exit(self, fork: Fork, pid: int, status: int) -> None:
-        clean = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        if _recycled(fork, status) and not self.stopping:
+            self._replace_recycled(fork, pid, os.WEXITSTATUS(status))
+            return
+        clean = os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, *EXIT_STATUSES)
         name = fork.process.name
         error = None if clean else ProcessExitError.from_wait_status(name, pid, status)
         log = logger.info if clean or self.stopping else logger.warning
@@ -205,6 +214,20 @@ class Supervisor(Base):
         self._exited.append((name, error))
         if not self.stopping:
             self._schedule_restart(fork)
+
+    def _replace_recycled(self, fork: Fork, pid: int, status: int) -> None:
+        """Start a fresh worker in the slot at once: recycling is no crash, no back-off."""
+        worker = fork.process
+        reason = describe(status, worker.recycling.after_jobs, worker.recycling.above_memory)
+        logger.info("Worker %s (pid %d) was %s; starting another", worker.name, pid, reason)
+        self._exited.append((worker.name, None))
+        self._quick_exits[fork.slot] = 0
+        self._replaced[fork.slot] = {
+            "worker": worker.name,
+            "reason": reason,
+            "at": timezone.now().isoformat(timespec="seconds"),
+        }
+        self._restarts[fork.slot] = time.monotonic()
 
     def _schedule_restart(self, fork: Fork) -> None:
         quick = time.monotonic() - fork.started_at < QUICK_EXIT
@@ -289,3 +312,12 @@ class Supervisor(Base):
     def _signal(self, pid: int, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):  # already gone: reaping will tell
             os.kill(pid, signum)
+
+
+def _recycled(fork: Fork, status: int) -> bool:
+    """Whether a worker exited because it was recycled (its own exit status says so)."""
+    return (
+        isinstance(fork.process, Worker)
+        and os.WIFEXITED(status)
+        and os.WEXITSTATUS(status) in EXIT_STATUSES
+    )

@@ -10,22 +10,29 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 
+from django.utils import timezone
+
 import steady_queue
 
-from .. import configuration, storage
+from .. import configuration, deadlines, storage
 from ..configuration import seconds
 from ..log import claim_fields
-from ..models import ClaimedExecution, Process
+from ..models import ClaimedExecution, Job, Process
 from ..perform import perform_then_claim
 from . import listener
 from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
+from .recycling import Recycling, resident_memory_mib
 
 logger = logging.getLogger("steady_queue.processes")
 
 # With every thread busy there is nothing to poll for: a finishing job wakes the worker.
 WAIT_FOR_IDLE_THREAD = 60.0
+# While a thread is stuck in a job past its timeout, how often to see if it is free.
+STUCK_CHECK_INTERVAL = 1.0
+# While jobs run, how often to ask which of them were cancelled (one query).
+CANCEL_CHECK_INTERVAL = 2.0
 
 
 class Worker(Poller):
@@ -45,6 +52,8 @@ class Worker(Poller):
         queues: Sequence[str] = ("*",),
         threads: int = 3,
         polling_interval: float | timedelta = 0.1,
+        recycle_after_jobs: int | None = None,
+        recycle_above_memory: int | None = None,
     ):
         super().__init__(polling_interval=polling_interval)
         self.queues = list(queues)
@@ -58,15 +67,49 @@ class Worker(Poller):
         self._running: set[int] = set()
         self._claiming = 0
         self._claims_paused = False
+        self.jobs_run = 0
+        self._stuck_since: dict[int, float] = {}  # given-up thread -> since when
+        # A poll asks about cancellations at most every CANCEL_CHECK_INTERVAL, not at once:
+        # the jobs it hands out have only just started.
+        self._next_cancel_check = time.monotonic() + CANCEL_CHECK_INTERVAL
+        # Jobs handed to threads so far, and claims the main loop is making: with
+        # recycle_after_jobs, together with _claiming they never pass the bound.
+        self._started = 0
+        self._reserved = 0
+        self.recycling = Recycling(after_jobs=recycle_after_jobs, above_memory=recycle_above_memory)
+        # Set by the supervisor when this worker replaces a recycled one: why, and when.
+        self.replaced: dict | None = None
 
     @classmethod
     def from_configuration(cls, config: configuration.Worker) -> Worker:
         return cls(
-            queues=config.queues, threads=config.threads, polling_interval=config.polling_interval
+            queues=config.queues,
+            threads=config.threads,
+            polling_interval=config.polling_interval,
+            recycle_after_jobs=config.recycle_after_jobs,
+            recycle_above_memory=config.recycle_above_memory,
         )
 
     def metadata(self) -> dict:
-        return {**super().metadata(), "queues": self.queues, "threads": self.threads}
+        found = {**super().metadata(), "queues": self.queues, "threads": self.threads}
+        if self.recycling.after_jobs is not None:
+            found["recycle_after_jobs"] = self.recycling.after_jobs
+        if self.recycling.above_memory is not None:
+            found["recycle_above_memory"] = self.recycling.above_memory
+        if self.replaced is not None:
+            found["replaced"] = self.replaced
+        return found
+
+    def live_metadata(self) -> dict:
+        """Also how many jobs this worker ran and its resident memory, for the dashboard."""
+        found = {
+            **self.metadata(),
+            "jobs_run": self.jobs_run,
+            "memory_mib": round(resident_memory_mib()),
+        }
+        if self.recycling.reason is not None:
+            found["recycling"] = self.recycling.reason
+        return found
 
     @property
     def running_job_ids(self) -> set[int]:
@@ -76,17 +119,33 @@ class Worker(Poller):
 
     def on_boot(self) -> None:
         self.pool.start()
+        deadlines.watchdog().on_abandon = self._abandoned
         self.listener = listener.start_for_worker(self)
 
     def poll(self) -> float:
-        wanted = self.pool.idle_threads
+        delay = self._poll()
+        if self.running_job_ids:
+            delay = min(delay, self._check_cancellations())
+        if self._stuck_since:
+            self._check_stuck_threads()
+            delay = min(delay, STUCK_CHECK_INTERVAL)
+        return delay
+
+    def _poll(self) -> float:
+        if self._check_recycling():
+            return self._recycle_when_idle()
+        wanted = self._reserve(self.pool.idle_threads)
         if wanted == 0:
             return WAIT_FOR_IDLE_THREAD
-        claimed = self._claim(wanted)
-        if not self._may_start(claimed):  # these jobs never started
-            self._release([execution.job_id for execution in claimed])
-            return 0
-        self._hand_out(claimed)
+        try:
+            claimed = self._claim(wanted)
+            if not self._may_start(claimed):  # these jobs never started
+                self._release([execution.job_id for execution in claimed])
+                return 0
+            self._hand_out(claimed)
+        finally:
+            with self._lock:
+                self._reserved = 0
         return 0 if len(claimed) == wanted else self.polling_interval
 
     def on_shutdown(self) -> None:
@@ -109,6 +168,7 @@ class Worker(Poller):
         """Give each claimed job to a thread of the pool (one idle thread each)."""
         with self._lock:
             self._running.update(execution.job_id for execution in claimed)
+            self._started += len(claimed)
         for execution in claimed:
             self.pool.submit(functools.partial(self._run, execution))
 
@@ -122,7 +182,9 @@ class Worker(Poller):
         counted: list[bool] = []  # whether this thread is counted in _claiming
 
         def allowed() -> bool:
-            counted.append(self._may_claim() and self._start_claiming())
+            # A thread given up on (it ran past a timeout) takes no further job.
+            mine = not self.pool.is_abandoned()
+            counted.append(mine and self._may_claim() and self._start_claiming())
             return counted[-1]
 
         then_claim = storage.ClaimNext(self.queues, self.process, allowed=allowed)
@@ -146,18 +208,115 @@ class Worker(Poller):
                 self._claim_failed = True
         finally:
             recover_connections()
+            self._count_job()
             with self._claims:
                 self._running.discard(claimed.job_id)
                 if following is not None:
                     self._running.add(following.job_id)
+                    self._started += 1
                 if any(counted):
                     self._claiming -= 1
                     self._claims.notify_all()
+            if self.recycling.reason is not None:
+                self.wake_up()  # perhaps the last running job: time to go
         return following
+
+    def _abandoned(self, thread: int, run: deadlines.Run) -> None:
+        """The watchdog ended a job whose thread is stuck: replace the thread, carry on."""
+        if self.pool.abandon(thread):
+            with self._lock:
+                self._running.discard(run.claimed.job_id)
+                self._stuck_since.setdefault(thread, time.monotonic())
+            self.wake_up()
+
+    def _check_cancellations(self) -> float:
+        """Have the runs of cancelled jobs interrupted once their grace is over.
+
+        A task that looks (``cancelled()``) stops by itself; this is for one that does
+        not. Asks every CANCEL_CHECK_INTERVAL; returns how long until the next time.
+        """
+        now = time.monotonic()
+        if now < self._next_cancel_check:
+            return self._next_cancel_check - now
+        self._next_cancel_check = now + CANCEL_CHECK_INTERVAL
+        running = Job.objects.filter(pk__in=self.running_job_ids, cancel_requested_at__isnull=False)
+        grace = seconds(steady_queue.cancel_grace)
+        wall = timezone.now()
+        for job_id, asked_at in running.values_list("pk", "cancel_requested_at"):
+            left = grace - (wall - asked_at).total_seconds()
+            deadlines.watchdog().cancel_after(job_id, left)
+        return CANCEL_CHECK_INTERVAL
+
+    def _check_stuck_threads(self) -> None:
+        """Recycle once a given-up thread has been stuck for ``timeout_grace``."""
+        grace = seconds(steady_queue.timeout_grace)
+        alive = {thread.ident for thread in self.pool.stuck_threads()}
+        with self._lock:
+            for ident in [i for i in self._stuck_since if i not in alive]:
+                del self._stuck_since[ident]
+            stuck = [t for t in self._stuck_since.values() if time.monotonic() - t >= grace]
+        if stuck and self.recycling.reason is None:
+            self.recycling.stuck(grace)
+            logger.warning(
+                "%s is recycled %s: it claims no more and stops once its other jobs finish",
+                self,
+                self.recycling.reason,
+            )
+
+    def _count_job(self) -> None:
+        """Count a job run; past a recycling bound, the worker claims no more."""
+        with self._lock:
+            self.jobs_run += 1
+        self._check_recycling()
+
+    def _check_recycling(self) -> bool:
+        """Whether a recycling bound was passed (jobs started, or memory now)."""
+        if not self.recycling.enabled or self.recycling.reason is not None:
+            return self.recycling.reason is not None
+        with self._lock:
+            started = self._started
+        # Memory counts once a job ran: a fresh worker above the bound would otherwise be
+        # replaced by another as big, again and again, and run nothing.
+        watched = self.recycling.above_memory is not None and started > 0
+        memory = resident_memory_mib() if watched else 0.0
+        if not self.recycling.check(started, memory):
+            return False
+        logger.info(
+            "%s is recycled %s: it claims no more and stops once its jobs finish",
+            self,
+            self.recycling.reason,
+        )
+        return True
+
+    def _recycle_when_idle(self) -> float:
+        """Once the running jobs have finished, stop with the exit status of recycling."""
+        if self.running_job_ids:
+            return WAIT_FOR_IDLE_THREAD  # a finishing job wakes the worker
+        self.exit_status = self.recycling.exit_status
+        self.stop()
+        return 0
+
+    def _left_to_start(self) -> int | None:
+        """How many more jobs this worker may start before it is recycled (None: no bound).
+
+        Call with the lock held.
+        """
+        if self.recycling.after_jobs is None:
+            return None
+        return self.recycling.after_jobs - self._started - self._claiming - self._reserved
+
+    def _reserve(self, idle_threads: int) -> int:
+        """How many jobs the main loop may claim now, set aside against the bound."""
+        with self._lock:
+            left = self._left_to_start()
+            wanted = idle_threads if left is None else max(0, min(idle_threads, left))
+            self._reserved = wanted
+            return wanted
 
     def _start_claiming(self) -> bool:
         with self._claims:
-            if self._claims_paused:
+            left = self._left_to_start()
+            if self._claims_paused or (left is not None and left <= 0):
                 return False
             self._claiming += 1
             return True
@@ -189,7 +348,12 @@ class Worker(Poller):
         return claimed
 
     def _may_claim(self) -> bool:
-        return not self.stopping and not self._claim_failed and self.still_registered()
+        return (
+            not self.stopping
+            and not self._check_recycling()
+            and not self._claim_failed
+            and self.still_registered()
+        )
 
     def _may_start(self, claimed: list[ClaimedExecution]) -> bool:
         """Whether to run jobs just claimed: not if a stop, or a prune, came meanwhile.

@@ -32,6 +32,8 @@ class Outcome:
 JOB_ACTIONS = {
     "retry": ("retry", _("Job %(id)s will run again.")),
     "discard": ("discard", _("Job %(id)s was discarded.")),
+    # A running job ends when its task next looks (cancelled(), report_progress).
+    "cancel": ("cancel", _("Job %(id)s was cancelled (a running job is asked to stop).")),
     "dispatch": ("dispatch_now", _("Job %(id)s is ready to run now.")),
     "release": ("release", _("Job %(id)s was released and is ready to run.")),
 }
@@ -43,6 +45,14 @@ BULK_ACTIONS = {
     "discard": (
         "discard_all",
         ngettext_lazy("%(count)s job was discarded.", "%(count)s jobs were discarded.", "count"),
+    ),
+    "cancel": (
+        "cancel_all",
+        ngettext_lazy(
+            "%(count)s job was cancelled (running jobs are asked to stop).",
+            "%(count)s jobs were cancelled (running jobs are asked to stop).",
+            "count",
+        ),
     ),
     "dispatch": (
         "dispatch_all_now",

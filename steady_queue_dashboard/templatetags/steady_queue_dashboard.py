@@ -23,6 +23,7 @@ register = template.Library()
 ACTION_LABELS = {
     "retry": gettext_lazy("Retry"),
     "discard": gettext_lazy("Discard"),
+    "cancel": gettext_lazy("Cancel"),
     "dispatch": gettext_lazy("Run now"),
     "release": gettext_lazy("Release"),
     "release-next": gettext_lazy("Release next"),
@@ -32,7 +33,11 @@ ACTION_LABELS = {
     "enable": gettext_lazy("Enable"),
     "disable": gettext_lazy("Disable"),
 }
-BUTTON_CLASSES = {"discard": "btn small danger", "run": "btn small primary"}
+BUTTON_CLASSES = {
+    "discard": "btn small danger",
+    "cancel": "btn small danger",
+    "run": "btn small primary",
+}
 
 
 @register.simple_tag

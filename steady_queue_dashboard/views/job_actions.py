@@ -22,8 +22,8 @@ from .rendering import acted, back, render_page
 
 # A job id as a form sends it: ASCII digits that fit a 64-bit key ("²" is a digit too).
 JOB_ID = re.compile(r"[0-9]{1,18}")
-# Actions on one job that destroy it, and so ask first.
-CONFIRMED_JOB_ACTIONS = frozenset({"discard"})
+# Actions on one job that destroy or end it, and so ask first.
+CONFIRMED_JOB_ACTIONS = frozenset({"discard", "cancel"})
 
 
 @guard(action=True)
@@ -34,6 +34,11 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
 @guard(action=True)
 def job_discard(request: HttpRequest, pk: int) -> HttpResponse:
     return _act_on_job(request, "discard", pk)
+
+
+@guard(action=True)
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    return _act_on_job(request, "cancel", pk)
 
 
 @guard(action=True)
@@ -54,6 +59,11 @@ def jobs_retry(request: HttpRequest, status: str) -> HttpResponse:
 @guard(action=True)
 def jobs_discard(request: HttpRequest, status: str) -> HttpResponse:
     return _act_on_jobs(request, "discard", status)
+
+
+@guard(action=True)
+def jobs_cancel(request: HttpRequest, status: str) -> HttpResponse:
+    return _act_on_jobs(request, "cancel", status)
 
 
 @guard(action=True)

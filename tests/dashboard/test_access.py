@@ -61,10 +61,12 @@ def test_staff_with_the_permission_see_action_buttons(operator_client, jobs):
     [
         ("job-retry", "failed", {}),
         ("job-discard", "pending", {}),
+        ("job-cancel", "pending", {}),
         ("job-dispatch", "scheduled", {}),
         ("job-release", "blocked", {}),
         ("jobs-retry", None, {"scope": "all", "confirmed": "1"}),
         ("jobs-discard", None, {"scope": "all", "confirmed": "1"}),
+        ("jobs-cancel", None, {"scope": "all", "confirmed": "1"}),
         ("queue-pause", None, {}),
         ("recurring-run", None, {}),
     ],
@@ -73,17 +75,19 @@ def test_staff_without_the_permission_cannot_act(viewer_client, jobs, name, args
     target = {
         "job-retry": [jobs.failed.pk],
         "job-discard": [jobs.pending.pk],
+        "job-cancel": [jobs.pending.pk],
         "job-dispatch": [jobs.scheduled.pk],
         "job-release": [jobs.blocked.pk],
         "jobs-retry": ["failed"],
         "jobs-discard": ["failed"],
+        "jobs-cancel": ["pending"],
         "queue-pause": ["default"],
         "recurring-run": ["nightly"],
     }[name]
     response = viewer_client.post(reverse(f"steady_queue_dashboard:{name}", args=target), data)
     assert response.status_code == 403
     assert Job.objects.filter(pk=jobs.failed.pk, failed_execution__isnull=False).exists()
-    assert Job.objects.filter(pk=jobs.pending.pk).exists()
+    assert Job.objects.filter(pk=jobs.pending.pk, ready_execution__isnull=False).exists()
     assert not Pause.objects.exists()
 
 

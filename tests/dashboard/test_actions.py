@@ -69,6 +69,40 @@ def test_discard_deletes_a_pending_job_once_confirmed(admin_client, jobs):
     assert state(jobs.pending) == "gone"
 
 
+def test_cancel_ends_a_pending_job_once_confirmed_and_audits_it(admin_client, jobs):
+    asked = admin_client.post(url("job-cancel", jobs.pending.pk)).content.decode()
+    assert state(jobs.pending) == "ready" and "Cancel job #" in asked  # asked, nothing done
+    admin_client.post(url("job-cancel", jobs.pending.pk), confirm_form(asked))
+    assert state(jobs.pending) == "failed"
+    failed = Job.objects.get(pk=jobs.pending.pk).failed_execution
+    assert failed.exception_class == "steady_queue.exceptions.JobCancelled"
+    entry = AuditEntry.objects.get()
+    assert entry.action == "cancel" and entry.succeeded and entry.affected == 1
+
+
+def test_cancel_asks_a_running_job_to_stop_and_its_page_says_so(admin_client, jobs):
+    asked = admin_client.post(url("job-cancel", jobs.running.pk)).content.decode()
+    response = admin_client.post(
+        url("job-cancel", jobs.running.pk), confirm_form(asked), follow=True
+    )
+    assert "asked to stop" in response.content.decode()
+    assert state(jobs.running) == "claimed"  # until its task looks
+    assert Job.objects.get(pk=jobs.running.pk).cancel_requested_at is not None
+    html = admin_client.get(url("job-detail", jobs.running.pk)).content.decode()
+    assert "cancel requested" in html
+
+
+def test_cancel_all_matching_cancels_only_the_filtered_jobs(admin_client, db):
+    kept = Job.objects.get(pk=tasks.record.using(queue_name="default").enqueue(1).id)
+    cancelled = [
+        Job.objects.get(pk=tasks.record.using(queue_name="low").enqueue(n).id) for n in range(3)
+    ]
+    response = confirmed_post(admin_client, url("jobs-cancel", "pending"), {"queue": "low"})
+    assert "3 jobs were cancelled" in " ".join(messages_of(response))
+    assert state(kept) == "ready"
+    assert [state(job) for job in cancelled] == ["failed"] * 3
+
+
 def test_dispatch_makes_a_scheduled_job_ready_now(admin_client, jobs):
     admin_client.post(url("job-dispatch", jobs.scheduled.pk))
     assert state(jobs.scheduled) == "ready"

@@ -64,6 +64,16 @@ def test_processes_are_nested_under_their_supervisor_and_stale_ones_flagged(admi
     assert f"/jobs/{jobs.running.pk}/" in html
 
 
+def test_a_workers_job_count_memory_and_why_it_replaced_another_are_shown(admin_client, jobs):
+    replaced = {"worker": "worker-old", "reason": "recycled after 1000 jobs", "at": "2026-11-25"}
+    Process.objects.filter(pk=jobs.worker.pk).update(
+        metadata={"threads": 3, "jobs_run": 412, "memory_mib": 230, "replaced": replaced}
+    )
+    html = get(admin_client, "process-list")
+    assert "jobs run</span> 412" in html and "memory</span> 230 MiB" in html
+    assert "worker-old, recycled after 1000 jobs" in html
+
+
 def test_recurring_task_page_lists_its_last_runs(admin_client, db):
     task = RecurringTask.objects.create(
         key="report",

@@ -102,6 +102,9 @@ class Owner:
     def stop(self) -> None:
         self.stopped = True
 
+    def live_metadata(self) -> None:
+        return None
+
 
 def test_a_process_knows_at_once_on_resuming_that_it_was_pruned(
     monkeypatch, django_assert_num_queries

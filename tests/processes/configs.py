@@ -38,3 +38,19 @@ SLOW_POLLING = Configuration.Options(
     dispatchers=[Configuration.Dispatcher(polling_interval=10)],
     workers=[Configuration.Worker(queues=["*"], threads=2, polling_interval=10)],
 )
+
+# Recycled after 10 jobs (two processes of two threads), or after each job (1 MiB).
+RECYCLE_AFTER_JOBS = Configuration.Options(
+    dispatchers=[],
+    workers=[
+        Configuration.Worker(
+            queues=["*"], threads=2, processes=2, polling_interval=0.05, recycle_after_jobs=10
+        )
+    ],
+)
+RECYCLE_ABOVE_MEMORY = Configuration.Options(
+    dispatchers=[],
+    workers=[
+        Configuration.Worker(queues=["*"], threads=1, polling_interval=0.05, recycle_above_memory=1)
+    ],
+)

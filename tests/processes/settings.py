@@ -27,6 +27,8 @@ steady_queue.process_heartbeat_interval = _seconds("SQ_HEARTBEAT_INTERVAL", 0.5)
 steady_queue.process_alive_threshold = _seconds("SQ_ALIVE_THRESHOLD", 60)
 steady_queue.shutdown_timeout = _seconds("SQ_SHUTDOWN_TIMEOUT", 5)
 steady_queue.metrics_flush_interval = _seconds("SQ_METRICS_FLUSH_INTERVAL", 0.5)
+steady_queue.timeout_grace = _seconds("SQ_TIMEOUT_GRACE", 10)
+steady_queue.cancel_grace = _seconds("SQ_CANCEL_GRACE", 30)
 steady_queue.supervisor_pidfile = os.environ.get("SQ_SUPERVISOR_PIDFILE") or None
 
 

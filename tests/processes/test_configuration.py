@@ -93,7 +93,8 @@ def test_an_empty_list_runs_none_of_that_kind():
 
 
 def test_a_valid_configuration_has_no_problems():
-    assert ids(Opts(workers=[W(queues=["real_time", "beta*"], threads=5)], dispatchers=[D()])) == []
+    worker = W(queues=["real_time", "beta*"], threads=5, recycle_after_jobs=1000)
+    assert ids(Opts(workers=[worker, W(recycle_above_memory=512)], dispatchers=[D()])) == []
 
 
 @pytest.mark.parametrize(
@@ -110,6 +111,9 @@ def test_a_valid_configuration_has_no_problems():
         (Opts(workers=[W(threads=0)]), "steady_queue.E104"),
         (Opts(workers=[W(processes=-1)]), "steady_queue.E104"),
         (Opts(dispatchers=[D(batch_size=0)]), "steady_queue.E104"),
+        (Opts(workers=[W(recycle_after_jobs=0)]), "steady_queue.E104"),
+        (Opts(workers=[W(recycle_above_memory=-5)]), "steady_queue.E104"),
+        (Opts(workers=[W(recycle_after_jobs=2.5)]), "steady_queue.E103"),
         (Opts(workers=[W(polling_interval=timedelta(0))]), "steady_queue.E104"),
         (Opts(workers=[W(queues=["*_foo"])]), "steady_queue.E105"),
         (Opts(workers=[W(queues=["be*ta"])]), "steady_queue.E105"),

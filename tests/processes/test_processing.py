@@ -50,7 +50,14 @@ def test_processes_are_registered_with_their_metadata(start_supervisor, hooks_lo
     )
     assert row.name.startswith("supervisor-") and row.hostname
     assert worker.name.startswith("worker-") and worker.pid not in (row.pid, 0)
-    assert worker.metadata == {"queues": ["*"], "threads": 3, "polling_interval": 0.05}
+    configured = {key: worker.metadata[key] for key in ("queues", "threads", "polling_interval")}
+    assert configured == {"queues": ["*"], "threads": 3, "polling_interval": 0.05}
+    # Each heartbeat adds what the worker did so far.
+    worker = wait_until(
+        lambda: Process.objects.filter(pk=worker.pk, metadata__has_key="jobs_run").first(),
+        what="a heartbeat with the worker's job count",
+    )
+    assert worker.metadata["jobs_run"] == 0 and worker.metadata["memory_mib"] > 10
     assert dispatcher.metadata["batch_size"] == 500
     assert dispatcher.metadata["polling_interval"] == 0.1
     assert scheduler.name.startswith("scheduler-")

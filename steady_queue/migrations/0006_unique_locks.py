@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('steady_queue', '0004_job_trace_context_task_rollups'),
+        ('steady_queue', '0005_job_cancel_requested_at'),
     ]
 
     operations = [

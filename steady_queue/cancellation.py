@@ -1,0 +1,46 @@
+"""What the running tasks of this process know of their cancellation.
+
+``Job.cancel()`` on a running job sets ``cancel_requested_at``. The task finds out
+through ``steady_queue.context.cancelled()``, which asks the database at most every
+``CHECK_INTERVAL`` per job (a task may call it in a tight loop), and through
+``report_progress``. Once a run has seen the request, it ends as cancelled however it
+ends: ``perform`` asks ``seen()`` when the task returns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+CHECK_INTERVAL = 0.25
+
+_lock = threading.Lock()
+_known: dict[int, tuple[float, bool]] = {}  # job id -> (when asked, requested)
+
+
+def requested(job_id: int) -> bool:
+    """Whether cancelling the job ``job_id`` was asked for (cached for CHECK_INTERVAL)."""
+    now = time.monotonic()
+    with _lock:
+        known = _known.get(job_id)
+    if known is not None and (known[1] or now - known[0] < CHECK_INTERVAL):
+        return known[1]
+    from .models import Job
+
+    asked = Job.objects.filter(pk=job_id, cancel_requested_at__isnull=False).exists()
+    with _lock:
+        _known[job_id] = (now, asked)
+    return asked
+
+
+def mark(job_id: int) -> None:
+    """Note that the run of ``job_id`` learnt of its cancellation another way."""
+    with _lock:
+        _known[job_id] = (time.monotonic(), True)
+
+
+def seen(job_id: int) -> bool:
+    """Whether the run of ``job_id`` learnt it was cancelled; forgets the job."""
+    with _lock:
+        known = _known.pop(job_id, None)
+    return known is not None and known[1]

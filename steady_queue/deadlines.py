@@ -1,0 +1,250 @@
+"""Enforce task timeouts: interrupt a run when its time is up, end its job if it won't stop.
+
+One watchdog thread per process keeps the deadlines of the runs that have a timeout.
+When a run's time is up it raises ``JobTimeout`` inside the run's thread (an
+asynchronous exception, delivered at the thread's next Python instruction): a task
+in Python code stops there, its job fails with JobTimeout through the usual path, and
+the thread takes its next job. Async tasks are cancelled by ``asyncio.timeout``
+instead (see ``perform``).
+
+A thread inside a C call (``time.sleep``, a blocking read) does not see the exception
+until the call returns. If the run has not ended ``INTERRUPT_WAIT`` after its deadline,
+the watchdog ends the job itself, failed with JobTimeout and the thread's stack as it
+was, through ``ClaimedExecution.record`` (whoever takes the claim first records the
+outcome: the run's own late outcome then changes nothing). The worker gives the stuck
+thread up and starts another in its place (``on_abandon``), and recycles itself if
+the stuck thread is still there after ``steady_queue.timeout_grace``.
+
+The same goes for a running job whose cancellation was asked for and that did not stop
+within ``steady_queue.cancel_grace``: the worker asks ``cancel_after``, and the run is
+interrupted with ``JobCancelled``, or ended for it, failed for good.
+
+Never delivered late: the exception is raised only while the run's task is called,
+under a lock the run takes when the call returns, and a pending one is cleared then.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import heapq
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .exceptions import JobCancelled, JobTimeout
+
+if TYPE_CHECKING:
+    from .models import ClaimedExecution
+
+logger = logging.getLogger("steady_queue.perform")
+
+# How long a run gets to stop by itself once interrupted, before its job is ended for it.
+INTERRUPT_WAIT = 0.2
+
+# CPython's PyThreadState_SetAsyncExc, twice: to raise an exception class in a thread,
+# and to clear a pending one (NULL, which a py_object argument cannot pass).
+_raise_in = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+_clear_in = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+
+
+@dataclass(eq=False)
+class Run:
+    """A run the watchdog knows of: which job, on which thread, under what timeout."""
+
+    claimed: ClaimedExecution
+    seconds: float | None
+    thread: int
+    interruptible: bool
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    returned: bool = False
+    cancelling: bool = False
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(order=True)
+class _Deadline:
+    at: float
+    order: int
+    run: Run = field(compare=False)
+    cancel: bool = field(compare=False)  # False: the run's timeout; True: a cancel's grace
+
+
+class Watchdog(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="steady-queue-watchdog", daemon=True)
+        self._condition = threading.Condition()
+        self._heap: list[_Deadline] = []
+        self._runs: dict[int, Run] = {}  # job id -> its run, while the task is called
+        self._order = itertools.count()
+        #: Called with (thread id, run) when a stuck run's job was ended for it.
+        self.on_abandon: Callable[[int, Run], None] | None = None
+
+    def watch(
+        self, claimed: ClaimedExecution, seconds: float | None, *, interruptible: bool
+    ) -> Run:
+        run = Run(
+            claimed=claimed,
+            seconds=seconds,
+            thread=threading.get_ident(),
+            interruptible=interruptible,
+        )
+        with self._condition:
+            self._runs[claimed.job_id] = run
+            if seconds is not None:
+                self._push(time.monotonic() + seconds, run, cancel=False)
+        return run
+
+    def forget(self, run: Run) -> None:
+        with self._condition:
+            if self._runs.get(run.claimed.job_id) is run:
+                del self._runs[run.claimed.job_id]
+
+    def cancel_after(self, job_id: int, delay: float) -> bool:
+        """Interrupt the run of ``job_id`` (cancelled) in ``delay`` seconds, if it still runs."""
+        with self._condition:
+            run = self._runs.get(job_id)
+            if run is None or run.cancelling:
+                return False
+            run.cancelling = True
+            self._push(time.monotonic() + max(delay, 0.0), run, cancel=True)
+            return True
+
+    def _push(self, at: float, run: Run, *, cancel: bool) -> None:
+        heapq.heappush(self._heap, _Deadline(at, next(self._order), run, cancel))
+        self._condition.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._heap or self._heap[0].at > time.monotonic():
+                    if self._heap:
+                        self._condition.wait(self._heap[0].at - time.monotonic())
+                    else:
+                        self._condition.wait()
+                due = heapq.heappop(self._heap)
+            if not due.run.ended.is_set():
+                try:
+                    self._expire(due.run, due.cancel)
+                except Exception:
+                    logger.exception("Could not end job %s in time", due.run.claimed.job_id)
+
+    def _expire(self, run: Run, cancel: bool) -> None:
+        with run.lock:
+            if run.returned:
+                return
+            if run.interruptible:
+                _raise_in(run.thread, JobCancelled if cancel else JobTimeout)
+        if run.ended.wait(INTERRUPT_WAIT):
+            return  # it stopped, and records its own failure
+        self._end_for(run, cancel)
+
+    def _end_for(self, run: Run, cancel: bool) -> None:
+        from django.db import connections
+
+        from . import storage
+        from .models.claimed_finish import Failure
+
+        exc = cancel_error(run) if cancel else timeout_error(run)
+        frame = sys._current_frames().get(run.thread)
+        if frame is not None:
+            exc.add_note("Where the task was:\n" + "".join(traceback.format_stack(frame)))
+        try:
+            finished = storage.for_alias().finish(run.claimed, Failure(exc, final=cancel))
+        finally:
+            connections.close_all()  # this thread's own: it sleeps until the next deadline
+        if finished.recorded:
+            logger.warning(
+                "Job %s did not stop (%s); it failed with %s, its thread is given up",
+                run.claimed.job_id,
+                exc,
+                type(exc).__name__,
+            )
+        if self.on_abandon is not None:
+            self.on_abandon(run.thread, run)
+
+
+def timeout_error(run: Run) -> JobTimeout:
+    return JobTimeout(f"Job {run.claimed.job_id} ran past its timeout of {run.seconds:g} s")
+
+
+def cancel_error(run: Run) -> JobCancelled:
+    return JobCancelled(f"Job {run.claimed.job_id} was cancelled and did not stop in time")
+
+
+def call_with_deadline(
+    claimed: ClaimedExecution,
+    seconds: float | None,
+    call: Callable[[], Any],
+    *,
+    interruptible: bool = True,
+) -> Any:
+    """Run ``call()`` (the task) under a timeout of ``seconds`` (None: none).
+
+    The watchdog knows the run either way, to interrupt it once a cancellation's grace
+    is over (``cancel_after``). ``interruptible=False`` (an async task, cancelled by its
+    own event loop): the watchdog only ends the job for it if it does not stop.
+    """
+    run = watchdog().watch(claimed, seconds, interruptible=interruptible)
+    try:
+        return call()
+    except JobTimeout as exc:
+        if not exc.args or exc.args == JobTimeout().args:
+            exc.args = timeout_error(run).args  # raised by the watchdog: say which timeout
+        raise
+    except JobCancelled as exc:
+        if not exc.args:
+            exc.args = cancel_error(run).args
+        raise
+    finally:
+        _returned(run)
+
+
+def _returned(run: Run) -> None:
+    """Mark the call returned, so that no interrupt comes later, and clear one pending."""
+    delivered: BaseException | None = None
+    while True:
+        try:
+            with run.lock:
+                run.returned = True
+                _clear_in(run.thread, None)
+            break
+        except (JobTimeout, JobCancelled) as exc:  # delivered just now: it counts
+            delivered = exc
+    run.ended.set()
+    watchdog().forget(run)
+    if delivered is not None:
+        raise delivered
+
+
+_watchdog: Watchdog | None = None
+_creating = threading.Lock()
+
+
+def watchdog() -> Watchdog:
+    """This process's watchdog, started on first use."""
+    global _watchdog
+    with _creating:
+        if _watchdog is None:
+            _watchdog = Watchdog()
+            _watchdog.start()
+        return _watchdog
+
+
+def _forget_after_fork() -> None:
+    # The parent's thread does not exist in a child: a child starts its own.
+    global _watchdog, _creating
+    _watchdog, _creating = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)

@@ -1,0 +1,104 @@
+"""Cancelling jobs: ``job.cancel()`` and ``Job.objects.filter(...).cancel_all()``.
+
+A job that has not started (ready, scheduled, blocked) ends at once: failed for good
+with ``JobCancelled``, kept for the record, its concurrency slot handed on. A running
+job is asked to stop (``cancel_requested_at``): the task sees it through
+``steady_queue.context.cancelled()`` and ``report_progress``, and the run ends failed
+with ``JobCancelled`` whatever it raises. A cancelled job is never retried by its
+policy, and a claim given back (QUIT, a crash) ends it rather than queue it again.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from .. import db
+from ..exceptions import JobCancelled, JobStateError
+from .job_operations import executions_of, give_back, semaphores_held
+from .job_retryable import state_of
+from .task_rollup import count_cancelled
+
+NOT_STARTED = ("ready_execution", "scheduled_execution", "blocked_execution")
+MESSAGE = "cancelled"
+
+
+class Cancellable:
+    def cancel(self) -> None:
+        """Cancel this job: at once if it has not started, else ask its run to stop."""
+        if type(self).objects.filter(pk=self.pk).cancel_all() == 0:
+            state = state_of(self)
+            raise JobStateError(
+                f"Job {self.pk} is {state}: only pending, scheduled, blocked or running "
+                "jobs can be cancelled."
+            )
+        self.refresh_from_db(fields=["cancel_requested_at"])
+        self._state.fields_cache.clear()
+
+    def cancel_requested(self, *, refresh: bool = False) -> bool:
+        """Whether someone asked to cancel this job (``refresh``: ask the database)."""
+        if refresh:
+            rows = type(self).objects.filter(pk=self.pk, cancel_requested_at__isnull=False)
+            return rows.exists()
+        return self.cancel_requested_at is not None
+
+
+class CancellableQuerySet(models.QuerySet):
+    def cancel_all(self, batch_size: int = 500) -> int:
+        """Cancel every job of this queryset that has not ended; return how many.
+
+        Jobs not started end at once, a batch per transaction; running ones are asked
+        to stop (one statement). Finished and failed jobs are left alone.
+        """
+        cancelled = 0
+        for relation in NOT_STARTED:
+            executions = executions_of(self, relation)
+            while batch := _cancel_batch(executions, batch_size):
+                cancelled += batch
+        running = self.filter(claimed_execution__isnull=False, cancel_requested_at__isnull=True)
+        cancelled += self.model.objects.filter(pk__in=running.values("pk")).update(
+            cancel_requested_at=timezone.now()
+        )
+        return cancelled
+
+
+def cancellation_error() -> dict[str, str]:
+    """The stored error of a job cancelled before it started (no traceback: it never ran)."""
+    kind = JobCancelled
+    return {
+        "exception_class": f"{kind.__module__}.{kind.__qualname__}",
+        "message": MESSAGE,
+        "traceback": "",
+    }
+
+
+def _cancel_batch(executions: models.QuerySet, batch_size: int) -> int:
+    from .execution import FailedExecution, ReadyExecution
+    from .job import Job
+
+    with db.atomic():
+        locked = executions.order_by("job_id").locked()
+        ids = list(locked.values_list("job_id", flat=True)[:batch_size])
+        if not ids:
+            return 0
+        jobs = Job.objects.filter(pk__in=ids)
+        # Only a ready job holds a semaphore slot; blocked ones wait for one.
+        held = semaphores_held(jobs) if executions.model is ReadyExecution else {}
+        count_cancelled(jobs)
+        now = timezone.now()
+        executions.model.objects.filter(job_id__in=ids).delete()
+        jobs.update(cancel_requested_at=now, updated_at=now)
+        error = cancellation_error()
+        FailedExecution.objects.bulk_create(
+            FailedExecution(
+                job_id=job_id,
+                exception_class=error["exception_class"],
+                message=error["message"],
+                backtrace=error["traceback"],
+                created_at=now,
+            )
+            for job_id in ids
+        )
+    if held:
+        give_back(held)
+    return len(ids)

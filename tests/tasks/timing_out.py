@@ -1,0 +1,57 @@
+"""Tasks that run past their timeout: in Python code, in a C call, and async."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+from steady_queue.compat import task
+from steady_queue.retries import retry_policy
+from steady_queue.timeouts import timeout
+
+LIMIT = 60.0  # no task here outlives a test run by more than this
+
+
+@timeout(timedelta(seconds=0.5))
+@task()
+def spins() -> None:
+    """Pure Python: the interrupt stops it where it is."""
+    deadline = time.monotonic() + LIMIT
+    while time.monotonic() < deadline:
+        pass
+
+
+@timeout(0.5)
+@task()
+def sleeps(seconds: float = 3.0) -> str:
+    """In a C call: it does not see the interrupt until time.sleep returns."""
+    time.sleep(seconds)
+    return "woke up"
+
+
+@timeout(timedelta(seconds=0.5))
+@task()
+async def awaits() -> None:
+    await asyncio.sleep(LIMIT)
+
+
+@retry_policy(attempts=2, base_delay=timedelta(0))
+@timeout(timedelta(seconds=0.3))
+@task()
+def spins_then_retries() -> None:
+    deadline = time.monotonic() + LIMIT
+    while time.monotonic() < deadline:
+        pass
+
+
+@timeout(timedelta(seconds=5))
+@task()
+def quick() -> str:
+    return "done"
+
+
+@task()
+def undeclared(seconds: float) -> str:
+    time.sleep(seconds)
+    return "done"
