@@ -240,6 +240,26 @@ def test_a_job_discarded_by_its_concurrency_limit_takes_no_key():
     assert holder_of(tasks.discarding_sync, "2") is None
 
 
+def test_a_job_cancelled_before_it_started_frees_its_key():
+    first = tasks.sync_account.using(run_after=timedelta(hours=1)).enqueue(7)
+    Job.objects.get(pk=first.id).cancel()
+    assert Job.objects.get(pk=first.id).state == "failed"
+
+    assert tasks.sync_account.enqueue(7).id != first.id
+
+
+def test_a_running_job_asked_to_cancel_holds_its_key_until_its_run_ends():
+    first = tasks.sync_account.enqueue(7)
+    storage.claim(["*"], 1, None)
+    Job.objects.get(pk=first.id).cancel()
+    assert tasks.sync_account.enqueue(7).id == first.id  # still running
+
+    ClaimedExecution.release_all(ClaimedExecution.objects.all())  # given back: ends cancelled
+
+    assert Job.objects.get(pk=first.id).state == "failed"
+    assert tasks.sync_account.enqueue(7).id != first.id
+
+
 def test_clearing_finished_jobs_deletes_their_locks():
     tasks.digest.enqueue(1)
     run_ready_jobs()

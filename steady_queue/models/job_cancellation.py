@@ -75,6 +75,7 @@ def cancellation_error() -> dict[str, str]:
 def _cancel_batch(executions: models.QuerySet, batch_size: int) -> int:
     from .execution import FailedExecution, ReadyExecution
     from .job import Job
+    from .unique_lock import UniqueLock
 
     with db.atomic():
         locked = executions.order_by("job_id").locked()
@@ -88,6 +89,7 @@ def _cancel_batch(executions: models.QuerySet, batch_size: int) -> int:
         now = timezone.now()
         executions.model.objects.filter(job_id__in=ids).delete()
         jobs.update(cancel_requested_at=now, updated_at=now)
+        UniqueLock.release(ids)  # failed for good, as Job.fail would: the key is free
         error = cancellation_error()
         FailedExecution.objects.bulk_create(
             FailedExecution(
