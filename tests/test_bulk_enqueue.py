@@ -60,7 +60,7 @@ def _forced_chunks(n: int) -> int:
     """
     chunks = 0
     for model in (Job, ReadyExecution):
-        inserted = [f for f in model._meta.concrete_fields if not f.db_returning]
+        inserted = _inserted_fields(model)
         chunks += math.ceil(n / connection.ops.bulk_batch_size(inserted, [None] * n))
     return chunks
 
@@ -101,3 +101,10 @@ def test_backend_enqueue_all_refuses_tasks_of_another_backend():
     with pytest.raises(InvalidTask, match="secondary"):
         task_backends["default"].enqueue_all([(tasks.on_secondary, (), {})])
     assert not Job.objects.exists()
+
+
+def _inserted_fields(model) -> list:
+    """The columns a bulk insert of ``model`` sends: all but a primary key the database
+    makes. A column with a database default that the engine fills itself (the unique
+    key) is sent, although Django may mark it as returned."""
+    return [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]

@@ -126,7 +126,7 @@ def _inserts(n: int, execution_model) -> int:
     Django 5.2 splits SQLite statements at 999 parameters (documented in the README)."""
     chunks = 0
     for model in (Job, execution_model):
-        fields = [f for f in model._meta.concrete_fields if not f.db_returning]
+        fields = _inserted_fields(model)
         chunks += math.ceil(n / connection.ops.bulk_batch_size(fields, [None] * n))
     return chunks
 
@@ -148,3 +148,10 @@ def test_discarding_limit_applies_within_one_bulk_call():
     for result in results[1:]:
         with pytest.raises(TaskResultDoesNotExist):
             unique_while_queued.get_result(result.id)
+
+
+def _inserted_fields(model) -> list:
+    """The columns a bulk insert of ``model`` sends: all but a primary key the database
+    makes. A column with a database default that the engine fills itself (the unique
+    key) is sent, although Django may mark it as returned."""
+    return [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
