@@ -29,7 +29,8 @@ def test_recycling_after_10_jobs_over_1000_jobs_loses_and_repeats_none(start_sup
     per_worker = Counter(attempts[0]["worker_id"] for attempts in runs)
     # Claims in flight count against the bound: no worker starts an eleventh job.
     assert max(per_worker.values()) == 10, per_worker.most_common(3)
-    assert len(per_worker) == 100
+    # At most 10 each, so at least 100 workers; the last two processes share the tail.
+    assert len(per_worker) >= 100
     assert "recycled after 10 jobs; starting another" in supervisor.output()
     replaced = wait_until(
         lambda: [w for w in supervisor.children(Process.Kind.WORKER) if "replaced" in w.metadata],
