@@ -149,7 +149,9 @@ class Fleet:
 
         On PostgreSQL a worker stopped inside a transaction (one of its threads finishing
         a job) would hold row locks its pruner waits for; stopped inside a write to the
-        record, it would hold up every other task: try again a moment later.
+        record, it would hold up every other task: let it run until that transaction or
+        write has ended, then try again. (Stopping it again at once would starve it: on a
+        loaded machine it got no CPU between two stops and never left the transaction.)
         """
         deadline = time.monotonic() + timeout
         while True:
@@ -158,6 +160,11 @@ class Fleet:
             if not _transaction_open_since(before) and not self.record.locked():
                 break
             os.kill(worker.pid, signal.SIGCONT)
+            wait_until(
+                lambda: not _transaction_open_since(before) and not self.record.locked(),
+                timeout=max(deadline - time.monotonic(), 0.1),
+                what=f"{worker} to end the transaction it was stopped in",
+            )
             assert time.monotonic() < deadline, f"{worker} kept a transaction open"
         self.frozen[worker.pid] = time.time()
         self.figures.freezes += 1

@@ -62,8 +62,9 @@ def freeze(process: Process, timeout: float = 20.0) -> None:
 
     Stopped inside a write (SQLite: the database's write lock; PostgreSQL and MariaDB:
     its process row, during a heartbeat), the process would block the prune until it
-    resumes. That is the database's locking, not what these tests are about, so try
-    again a moment later.
+    resumes. That is the database's locking, not what these tests are about, so let it
+    run until it has let go, and try again (stopped again at once, a process on a loaded
+    machine may get no CPU in between and never let go).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -76,7 +77,11 @@ def freeze(process: Process, timeout: float = 20.0) -> None:
         os.kill(process.pid, signal.SIGCONT)
         if time.monotonic() > deadline:
             raise AssertionError(f"{process} kept holding a database lock for {timeout}s")
-        time.sleep(0.01)
+        wait_until(
+            lambda: not _holds_a_lock(process),
+            timeout=max(deadline - time.monotonic(), 0.1),
+            what=f"{process} to let go of the lock it was stopped with",
+        )
 
 
 def _holds_a_lock(process: Process) -> bool:
