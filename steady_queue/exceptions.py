@@ -90,3 +90,10 @@ class UniqueKeyError(Exception):
 
     The message names the task; the key function's exception is the ``__cause__``.
     """
+
+
+class RateLimitKeyError(Exception):
+    """The key function of a ``@rate_limit`` task raised: nothing was enqueued.
+
+    The message names the task; the key function's exception is the ``__cause__``.
+    """

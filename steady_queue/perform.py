@@ -24,7 +24,7 @@ from .exceptions import JobCancelled, JobTimeout, RescheduleJob
 from .log import job_fields
 from .models import ClaimedExecution, Job
 from .models.attempt import error_details
-from .models.claimed_finish import Failure, Reschedule, Success
+from .models.claimed_finish import Failure, Reschedule, Success, Throttle
 from .results import result_for, task_for
 
 __all__ = ["error_details", "perform", "perform_then_claim"]
@@ -57,6 +57,11 @@ def _run(
     job, task, store = claimed.job, None, storage.for_alias()
     try:
         task = task_for(job)
+        if (room_at := job.admit_run()) is not None:
+            # Over its rate limit: not an attempt, no signals; it waits as throttled.
+            finished = store.finish(claimed, Throttle(room_at), then_claim=then_claim)
+            run.ended("throttled" if finished.recorded else "lost")
+            return None, finished
         started = result_for(job, task)
         task_started.send(_backend(), task_result=started)
         return_value = _call(task, started, claimed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from . import uniqueness
+from . import rate_limits, uniqueness
 from .compat import Task
 from .processes.errors import ProcessExitError, ProcessPrunedError
 from .task_options import TaskOptions
@@ -90,16 +90,20 @@ class RetryPolicy:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteadyQueueTask(Task):
     """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too,
-    and ``@task(timeout=timedelta(...))`` and ``@task(unique=Unique(...))``
-    (``steady_queue.uniqueness``)."""
+    and ``@task(timeout=timedelta(...))``, ``@task(unique=Unique(...))``
+    (``steady_queue.uniqueness``) and ``@task(rate_limit=RateLimit(...))``
+    (``steady_queue.rate_limits``)."""
 
     retry: RetryPolicy | None = None
     timeout: timedelta | None = None
     unique: uniqueness.Unique | None = None
+    rate_limit: rate_limits.RateLimit | None = None
 
     def __post_init__(self) -> None:
         if self.unique is not None:
             uniqueness.check_declaration(self.unique)
+        if self.rate_limit is not None:
+            rate_limits.check_declaration(self.rate_limit)
         Task.__post_init__(self)  # zero-argument super() fails in a slots dataclass
         if self.retry is not None:
             _registry.register(self, self.retry)
@@ -109,6 +113,8 @@ class SteadyQueueTask(Task):
             timeouts.register(self, self.timeout)
         if self.unique is not None:
             uniqueness.register(self, self.unique)
+        if self.rate_limit is not None:
+            rate_limits.register(self, self.rate_limit)
 
 
 def retry_policy(

@@ -39,7 +39,7 @@ class Run:
             self.span.set_status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
 
     def ended(self, outcome: str) -> None:
-        """``succeeded``, ``failed``, ``retried``, ``rescheduled`` or ``lost`` (claim gone)."""
+        """``succeeded``, ``failed``, ``retried``, ``rescheduled``, ``throttled`` or ``lost``."""
         if self.span is not None:
             self.span.set_attribute("steady_queue.outcome", outcome)
 

@@ -9,9 +9,11 @@ from .job import Job
 from .pause import Pause
 from .process import Process
 from .queue import Queue
+from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
 from .semaphore import Semaphore
 from .task_rollup import TaskRollup
+from .throttled_execution import ThrottledExecution
 from .unique_lock import UniqueLock
 
 __all__ = [
@@ -22,11 +24,14 @@ __all__ = [
     "Pause",
     "Process",
     "Queue",
+    "RateLimitBucket",
+    "RateLimitSlot",
     "ReadyExecution",
     "RecurringExecution",
     "RecurringTask",
     "ScheduledExecution",
     "Semaphore",
     "TaskRollup",
+    "ThrottledExecution",
     "UniqueLock",
 ]

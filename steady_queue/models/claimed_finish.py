@@ -139,6 +139,25 @@ class Reschedule(Outcome):
 
 
 @dataclasses.dataclass(frozen=True)
+class Throttle(Outcome):
+    """Not an attempt: the job's rate limit window had no room; it waits, from ``until``."""
+
+    until: datetime
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from .throttled_execution import throttle
+
+        throttle(claimed.job, self.until)
+        logger.info(
+            "Throttled job %s until %s",
+            claimed.job_id,
+            self.until.isoformat(),
+            extra=job_fields(claimed.job),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class Release(Outcome):
     """Back to ready, to run again; the job keeps its slot (taken when it became ready)."""
 

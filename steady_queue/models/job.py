@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import arguments, concurrency, uniqueness
+from .. import arguments, concurrency, rate_limits, uniqueness
 from .base import QueueManager, QueueModel, QueueQuerySet
 from .job_cancellation import Cancellable, CancellableQuerySet
 from .job_clearable import ClearableQuerySet
@@ -48,6 +48,9 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     unique_key = models.CharField(
         _("unique key"), max_length=255, blank=True, default="", db_default=""
     )
+    # The window of a @rate_limit task's job (steady_queue.rate_limits): its key, "*" for
+    # the task's one window, a digest when long; empty for a task without a limit.
+    rate_limit_key = models.CharField(_("rate limit key"), max_length=255, blank=True, default="")
     return_value = models.JSONField(_("return value"), null=True, blank=True)
     # One entry per finished attempt: worker_id, started_at, finished_at, error.
     attempts = models.JSONField(_("attempts"), default=list, blank=True)
@@ -99,6 +102,7 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
         """The unsaved job of calling ``task`` with ``args`` and ``kwargs`` (validated already)."""
         limit = concurrency.limit_for(task.module_path)
         declared_unique = uniqueness.unique_for(task.module_path)
+        declared_rate = rate_limits.rate_limit_for(task.module_path)
         return cls.new(
             queue_name=task.queue_name,
             task_path=task.module_path,
@@ -108,6 +112,7 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
             scheduled_at=scheduled_at(task.run_after),
             concurrency_key=limit.key_for(args, kwargs) if limit else "",
             unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
+            rate_limit_key=declared_rate.key_for(task, args, kwargs) if declared_rate else "",
         )
 
 

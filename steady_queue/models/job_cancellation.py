@@ -1,6 +1,6 @@
 """Cancelling jobs: ``job.cancel()`` and ``Job.objects.filter(...).cancel_all()``.
 
-A job that has not started (ready, scheduled, blocked) ends at once: failed for good
+A job that has not started (ready, scheduled, blocked, throttled) ends at once: failed for good
 with ``JobCancelled``, kept for the record, its concurrency slot handed on. A running
 job is asked to stop (``cancel_requested_at``): the task sees it through
 ``steady_queue.context.cancelled()`` and ``report_progress``, and the run ends failed
@@ -19,7 +19,12 @@ from .job_operations import executions_of, give_back, semaphores_held
 from .job_retryable import state_of
 from .task_rollup import count_cancelled
 
-NOT_STARTED = ("ready_execution", "scheduled_execution", "blocked_execution")
+NOT_STARTED = (
+    "ready_execution",
+    "scheduled_execution",
+    "blocked_execution",
+    "throttled_execution",
+)
 MESSAGE = "cancelled"
 
 
@@ -29,7 +34,7 @@ class Cancellable:
         if type(self).objects.filter(pk=self.pk).cancel_all() == 0:
             state = state_of(self)
             raise JobStateError(
-                f"Job {self.pk} is {state}: only pending, scheduled, blocked or running "
+                f"Job {self.pk} is {state}: only pending, scheduled, blocked, throttled or running "
                 "jobs can be cancelled."
             )
         self.refresh_from_db(fields=["cancel_requested_at"])

@@ -8,14 +8,16 @@ from django.utils import timezone
 from .. import db
 from ..compat import TaskResultStatus
 from .job_concurrency import ConcurrencyControls
+from .job_rate_limited import RateLimited
 from .job_unique import UniqueJobs
 
 if TYPE_CHECKING:
     from .job import Job
 
 
-class Executable(UniqueJobs, ConcurrencyControls):
-    """Move a job between its execution tables: scheduled, ready, blocked, claimed, failed."""
+class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
+    """Move a job between its execution tables: scheduled, ready, blocked, throttled,
+    claimed, failed."""
 
     @classmethod
     def enqueue_all(cls, jobs: list[Job]) -> list[Job]:
@@ -49,7 +51,19 @@ class Executable(UniqueJobs, ConcurrencyControls):
 
     @classmethod
     def dispatch_all(cls, jobs: list[Job]) -> None:
-        """Make ``jobs`` ready; jobs with concurrency limits go through their semaphore."""
+        """Make ``jobs`` ready; jobs over their rate limit wait as throttled, and jobs with
+        concurrency limits go through their semaphore."""
+        limited = [job for job in jobs if job.is_rate_limited]
+        if limited:
+            from .rate_limit import admit_all
+
+            admitted = {id(job) for job in admit_all(limited)}
+            jobs = [job for job in jobs if not job.is_rate_limited or id(job) in admitted]
+        cls.dispatch_admitted(jobs)
+
+    @classmethod
+    def dispatch_admitted(cls, jobs: list[Job]) -> None:
+        """Make ``jobs`` ready, through their semaphore if they have one (rate limits passed)."""
         from .execution import ReadyExecution
 
         ReadyExecution.create_all_from_jobs([j for j in jobs if not j.is_concurrency_limited])
@@ -68,7 +82,7 @@ class Executable(UniqueJobs, ConcurrencyControls):
     @property
     def is_ready_on_enqueue(self) -> bool:
         """Whether enqueueing makes this job ready straight away, with no semaphore to take."""
-        return self.is_due and not self.is_concurrency_limited
+        return self.is_due and not (self.is_concurrency_limited or self.is_rate_limited)
 
     @property
     def is_due(self) -> bool:
@@ -104,5 +118,6 @@ EXECUTION_RELATIONS = (
     "ready_execution",
     "scheduled_execution",
     "blocked_execution",
+    "throttled_execution",
     "failed_execution",
 )

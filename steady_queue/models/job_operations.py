@@ -11,7 +11,13 @@ from ..exceptions import JobStateError
 from .job_retryable import state_of
 from .task_rollup import count_cancelled
 
-DISCARDABLE = ("ready_execution", "scheduled_execution", "blocked_execution", "failed_execution")
+DISCARDABLE = (
+    "ready_execution",
+    "scheduled_execution",
+    "blocked_execution",
+    "throttled_execution",
+    "failed_execution",
+)
 
 
 class Operations:

@@ -34,7 +34,9 @@ class Action:
 
 ACTIONS = {
     "retry": Action("retry_all", ("failed",), "retried"),
-    "discard": Action("discard_all", ("pending", "scheduled", "blocked", "failed"), "discarded"),
+    "discard": Action(
+        "discard_all", ("pending", "scheduled", "blocked", "throttled", "failed"), "discarded"
+    ),
     "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
 }
 

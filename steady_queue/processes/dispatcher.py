@@ -1,13 +1,16 @@
-"""Dispatchers make due scheduled jobs ready and run the concurrency maintenance."""
+"""Dispatchers make due scheduled jobs ready, release throttled jobs when their rate
+limit window has room, and run the concurrency maintenance."""
 
 from __future__ import annotations
 
 import time
 from datetime import timedelta
 
+from django.utils import timezone
+
 from .. import concurrency, configuration
 from ..configuration import seconds
-from ..models import Process, ScheduledExecution
+from ..models import Process, ScheduledExecution, ThrottledExecution
 from . import listener
 from .poller import Poller
 
@@ -57,9 +60,16 @@ class Dispatcher(Poller):
 
     def poll(self) -> float:
         dispatched = ScheduledExecution.dispatch_next_batch(self.batch_size)
+        _, next_release = ThrottledExecution.release_due(self.batch_size)
         if self.concurrency_maintenance:
             self._maintain_concurrency_when_due()
-        return 0 if dispatched >= self.batch_size else self.polling_interval
+        if dispatched >= self.batch_size:
+            return 0
+        if next_release is not None:
+            # Wake when a rate limit window has room, not a polling interval later.
+            until = (next_release - timezone.now()).total_seconds()
+            return min(max(until, 0), self.polling_interval)
+        return self.polling_interval
 
     def _maintain_concurrency_when_due(self) -> None:
         if time.monotonic() < self._next_maintenance:

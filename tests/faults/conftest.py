@@ -161,7 +161,9 @@ class Fleet:
                 break
             os.kill(worker.pid, signal.SIGCONT)
             wait_until(
-                lambda: not _transaction_open_since(before) and not self.record.locked(),
+                lambda since=before: (
+                    not _transaction_open_since(since) and not self.record.locked()
+                ),
                 timeout=max(deadline - time.monotonic(), 0.1),
                 what=f"{worker} to end the transaction it was stopped in",
             )

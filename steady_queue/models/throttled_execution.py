@@ -1,0 +1,113 @@
+"""Jobs waiting for room in their rate limit window: ``ThrottledExecution``.
+
+Out of the ready table, so that a backlog of throttled jobs holds up no other job
+(no head-of-line blocking) and costs the workers nothing. Dispatchers look at a
+window only when its ``next_release_at`` comes (``release_due``), and make ready as
+many of its jobs as it has room for, best priority first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import models
+from django.utils import timezone
+
+from .. import db
+from ..compat import TaskResultStatus
+from .execution import Execution
+from .rate_limit import RateLimitBucket
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+class ThrottledExecution(Execution):
+    """A job over its task's rate limit, waiting for room in its window."""
+
+    state_name = "throttled"
+    task_status = TaskResultStatus.READY
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="throttled_execution",
+    )
+    queue_name = models.CharField(max_length=255)
+    priority = models.SmallIntegerField(default=0)
+    # RateLimitBucket.key of the job's window.
+    bucket_key = models.CharField(max_length=64)
+
+    class Meta:
+        db_table = "steady_queue_throttled_executions"
+        indexes = [
+            models.Index(fields=["bucket_key", "-priority", "job"], name="sq_throttled_release"),
+        ]
+
+    @classmethod
+    def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
+        rows = [
+            cls(
+                job=job,
+                queue_name=job.queue_name,
+                priority=job.priority,
+                bucket_key=job.rate_limit_bucket_key,
+            )
+            for job in jobs
+        ]
+        if rows:
+            cls.objects.bulk_create(rows)
+
+    @classmethod
+    def release_due(cls, batch_size: int) -> tuple[int, datetime | None]:
+        """Release the waiting jobs of every window whose turn has come.
+
+        Returns how many jobs became ready, and when the next window's turn comes
+        (None: no job waits): one indexed query when nothing is due.
+        """
+        turns = RateLimitBucket.objects.filter(next_release_at__isnull=False)
+        upcoming = list(
+            turns.order_by("next_release_at").values_list("key", "next_release_at")[:batch_size]
+        )
+        now = timezone.now()
+        released = sum(cls.release(key, batch_size) for key, at in upcoming if at <= now)
+        later = [at for _, at in upcoming if at > now]
+        if released or len(later) < len(upcoming):
+            return released, now  # windows were due: look again at once
+        return released, min(later, default=None)
+
+    @classmethod
+    def release(cls, bucket_key: str, batch_size: int = 500) -> int:
+        """Make ready as many jobs waiting on ``bucket_key`` as its window has room for."""
+        from .job import Job
+
+        def release() -> int:
+            with db.atomic():
+                now = timezone.now()
+                due = RateLimitBucket.objects.filter(key=bucket_key, next_release_at__lte=now)
+                bucket = due.locked().first()
+                if bucket is None:
+                    return 0  # another dispatcher has it, or it is not due any more
+                window = bucket.window(now)
+                room = min(window.room(), batch_size)
+                waiting = cls.objects.filter(bucket_key=bucket_key).order_by("-priority", "job")
+                job_ids = list(waiting.values_list("job_id", flat=True)[: room + 1])
+                chosen = job_ids[:room]
+                for job_id in chosen:
+                    window.take(job_id, reserve=True)
+                window.save(waiting=len(job_ids) > room)
+                if chosen:
+                    cls.objects.filter(job_id__in=chosen).delete()
+                    Job.dispatch_admitted(list(Job.objects.filter(pk__in=chosen).order_by("pk")))
+                return len(chosen)
+
+        return db.retry_deadlocks(release)
+
+
+def throttle(job: Job, until: datetime) -> None:
+    """Make ``job`` (its claim just taken) wait for room in its window, from ``until``."""
+    ThrottledExecution.create_all_from_jobs([job])
+    RateLimitBucket.wait_for(job.rate_limit_bucket_key, until)
