@@ -85,13 +85,13 @@ class RateLimit:
 
     @property
     def margin(self) -> timedelta:
-        """Extra room between a slot's start and its next one (1% of ``per``, at most 50 ms).
+        """Extra room between a slot's start and its next one (2% of ``per``, at most 50 ms).
 
         A run is admitted a moment before the task's first line runs, and that moment
         varies from run to run on a busy machine; the margin keeps starts as the task
         itself sees them within the limit too.
         """
-        return min(self.per / 100, timedelta(milliseconds=50))
+        return min(self.per / 50, timedelta(milliseconds=50))
 
 
 def rate_limit(

@@ -187,8 +187,8 @@ def admit_all(jobs: list[Job]) -> list[Job]:
     """
     from .throttled_execution import ThrottledExecution
 
+    buckets = RateLimitBucket.locked_for(jobs, timezone.now())
     now = timezone.now()
-    buckets = RateLimitBucket.locked_for(jobs, now)
     windows: dict[str, Window] = {}
     admitted, throttled, waiting_keys = [], [], set()
     for job in jobs:
@@ -217,9 +217,9 @@ def admit_run(job: Job) -> datetime | None:
 
     def admit() -> datetime | None:
         with db.atomic():
-            now = timezone.now()
-            bucket = RateLimitBucket.locked_for([job], now)[job.rate_limit_bucket_key]
-            window = bucket.window(now)
+            bucket = RateLimitBucket.locked_for([job], timezone.now())[job.rate_limit_bucket_key]
+            # Once the lock is ours: a stamp taken before waiting for it would be early.
+            window = bucket.window(timezone.now())
             if window.take(job.pk, reserve=False):
                 window.save()
                 return None

@@ -86,12 +86,13 @@ class ThrottledExecution(Execution):
 
         def release() -> int:
             with db.atomic():
-                now = timezone.now()
-                due = RateLimitBucket.objects.filter(key=bucket_key, next_release_at__lte=now)
+                due = RateLimitBucket.objects.filter(
+                    key=bucket_key, next_release_at__lte=timezone.now()
+                )
                 bucket = due.locked().first()
                 if bucket is None:
                     return 0  # another dispatcher has it, or it is not due any more
-                window = bucket.window(now)
+                window = bucket.window(timezone.now())
                 room = min(window.room(), batch_size)
                 waiting = cls.objects.filter(bucket_key=bucket_key).order_by("-priority", "job")
                 job_ids = list(waiting.values_list("job_id", flat=True)[: room + 1])

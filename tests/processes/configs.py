@@ -54,3 +54,9 @@ RECYCLE_ABOVE_MEMORY = Configuration.Options(
         Configuration.Worker(queues=["*"], threads=1, polling_interval=0.05, recycle_above_memory=1)
     ],
 )
+# Two worker processes of three threads and a dispatcher (default polling): the rate
+# limit tests start two of these supervisors.
+RATE_LIMITED = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher()],
+    workers=[Configuration.Worker(queues=["*"], threads=3, processes=2, polling_interval=0.1)],
+)

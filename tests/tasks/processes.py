@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from steady_queue.compat import task
+from steady_queue.rate_limits import rate_limit
 from steady_queue.retries import retry_policy
 
 HOLD_LIMIT = 60.0
@@ -54,3 +55,17 @@ def remember_connection(log_path: str, label: str) -> None:
 @task()
 def idempotent(log_path: str, label: str) -> None:
     append(log_path, f"run {label} {os.getpid()}")
+
+
+@rate_limit(to=5, per=timedelta(seconds=1))
+@task()
+def five_a_second(log_path: str, label: str) -> str:
+    """Record when the run started, as the task itself sees it."""
+    append(log_path, f"start {label} {time.time()!r}")
+    return label
+
+
+@task()
+def timestamp(log_path: str, label: str) -> str:
+    append(log_path, f"start {label} {time.time()!r}")
+    return label
