@@ -33,6 +33,7 @@ from ..models import (
     ReadyExecution,
     ScheduledExecution,
     TaskRollup,
+    ThrottledExecution,
 )
 from ..models.task_rollup import BUCKETS
 
@@ -82,6 +83,7 @@ def _job_states(now: datetime) -> Iterator[Metric]:
     by_queue = {
         "scheduled": ScheduledExecution.objects.values_list("queue_name"),
         "blocked": BlockedExecution.objects.values_list("queue_name"),
+        "throttled": ThrottledExecution.objects.values_list("queue_name"),
         "running": ClaimedExecution.objects.values_list("job__queue_name"),
         "failed": FailedExecution.objects.values_list("job__queue_name"),
     }

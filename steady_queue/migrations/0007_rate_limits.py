@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='job',
             name='rate_limit_key',
-            field=models.CharField(blank=True, default='', max_length=255, verbose_name='rate limit key'),
+            field=models.CharField(blank=True, db_default='', default='', max_length=255, verbose_name='rate limit key'),
         ),
         migrations.CreateModel(
             name='RateLimitBucket',

@@ -49,8 +49,11 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
         _("unique key"), max_length=255, blank=True, default="", db_default=""
     )
     # The window of a @rate_limit task's job (steady_queue.rate_limits): its key, "*" for
-    # the task's one window, a digest when long; empty for a task without a limit.
-    rate_limit_key = models.CharField(_("rate limit key"), max_length=255, blank=True, default="")
+    # the task's one window, a digest when long; empty for a task without a limit. The
+    # database's default too, as for unique_key (rows bulk-loaded by SQL of their own).
+    rate_limit_key = models.CharField(
+        _("rate limit key"), max_length=255, blank=True, default="", db_default=""
+    )
     return_value = models.JSONField(_("return value"), null=True, blank=True)
     # One entry per finished attempt: worker_id, started_at, finished_at, error.
     attempts = models.JSONField(_("attempts"), default=list, blank=True)

@@ -34,7 +34,7 @@ class Cancellable:
         if type(self).objects.filter(pk=self.pk).cancel_all() == 0:
             state = state_of(self)
             raise JobStateError(
-                f"Job {self.pk} is {state}: only pending, scheduled, blocked, throttled or running "
+                f"Job {self.pk} is {state}: only pending, scheduled, blocked or running "
                 "jobs can be cancelled."
             )
         self.refresh_from_db(fields=["cancel_requested_at"])
