@@ -247,3 +247,54 @@ def test_discarding_throttled_jobs():
     assert Job.objects.filter(throttled_execution__isnull=False).discard_all() == 2
     assert ThrottledExecution.objects.count() == 0
     assert Job.objects.count() == 3
+
+
+def test_admitting_a_run_locks_the_window_reads_its_slots_and_stamps_one():
+    tasks.three_a_minute.enqueue(1)
+    job = Job.objects.get()
+
+    with CaptureQueriesContext(connection) as captured:
+        assert job.admit_run() is None
+
+    statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
+    work = [s for s in statements if s not in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")]
+    assert work == ["SELECT", "SELECT", "UPDATE", "UPDATE"], statements
+    assert RateLimitSlot.objects.get().reserved_for is None  # the reservation became its start
+
+
+def test_an_unlimited_job_admits_its_run_without_a_query():
+    tasks.unlimited.enqueue(1)
+    job = Job.objects.get()
+    with CaptureQueriesContext(connection) as captured:
+        assert job.admit_run() is None
+    assert captured.captured_queries == []
+
+
+def test_idle_windows_are_pruned_and_come_back_at_the_next_enqueue():
+    tasks.per_customer.enqueue(1, 1)
+    for n in range(3):
+        tasks.per_customer.enqueue(2, n)  # customer 2 has a job waiting
+    age_window(tasks.per_customer, "customer-1", timedelta(minutes=5))
+    age_window(tasks.per_customer, "customer-2", timedelta(minutes=5))
+    RateLimitBucket.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    RateLimitBucket.objects.filter(
+        key=bucket_key(tasks.per_customer.module_path, "customer-1")
+    ).update(next_release_at=None)
+
+    assert RateLimitBucket.prune() == 1
+
+    remaining = RateLimitBucket.objects.get()
+    assert remaining.limit_key == "customer-2"
+    assert not RateLimitSlot.objects.exclude(bucket=remaining).exists()
+    assert states([tasks.per_customer.enqueue(1, 9)]) == ["ready"]
+
+
+def test_a_window_redeclared_with_another_limit_counts_its_starts_against_the_new_one():
+    for n in range(3):
+        tasks.three_a_minute.enqueue(n)
+    run_ready_jobs()
+    bucket = RateLimitBucket.objects.get()
+    window = bucket.window(timezone.now())
+    assert window.room() == 0
+    window.limit = RateLimit(to=5, per=timedelta(minutes=1))
+    assert window.room() == 2

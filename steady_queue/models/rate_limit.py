@@ -60,18 +60,22 @@ class RateLimitBucket(QueueModel):
 
     @classmethod
     def locked_for(cls, jobs: Iterable[Job], now: datetime) -> dict[str, RateLimitBucket]:
-        """The buckets of ``jobs``, created where missing and locked (in key order)."""
+        """The buckets of ``jobs``, locked (in key order), created where missing.
+
+        A bucket pruned between the insert and the lock is inserted again.
+        """
         wanted: dict[str, Job] = {}
         for job in jobs:
             wanted.setdefault(job.rate_limit_bucket_key, job)
-        missing = set(wanted) - set(
-            cls.objects.filter(key__in=wanted).values_list("key", flat=True)
-        )
-        if missing:
-            rows = [cls.new_for(wanted[key], now) for key in sorted(missing)]
-            cls.objects.bulk_create(rows, ignore_conflicts=True)
-        locked = cls.objects.filter(key__in=sorted(wanted)).order_by("key")
-        return {bucket.key: bucket for bucket in locked.locked(skip_locked=False)}
+        rows = cls.objects.filter(key__in=sorted(wanted)).order_by("key")
+        locked = {bucket.key: bucket for bucket in rows.locked(skip_locked=False)}
+        while missing := sorted(set(wanted) - set(locked)):
+            cls.objects.bulk_create(
+                [cls.new_for(wanted[key], now) for key in missing], ignore_conflicts=True
+            )
+            rows = cls.objects.filter(key__in=missing).order_by("key")
+            locked |= {bucket.key: bucket for bucket in rows.locked(skip_locked=False)}
+        return locked
 
     @classmethod
     def new_for(cls, job: Job, now: datetime) -> RateLimitBucket:
@@ -84,6 +88,21 @@ class RateLimitBucket(QueueModel):
             per=limit.per if limit else timedelta(0),
             expires_at=now,
         )
+
+    @classmethod
+    def prune(cls, batch_size: int = 500) -> int:
+        """Delete up to ``batch_size`` idle windows: no job waits, no start within ``per``.
+
+        Their rows (and slots) come back at the next enqueue of their key.
+        """
+        with db.atomic():
+            idle = cls.objects.filter(next_release_at__isnull=True, expires_at__lt=timezone.now())
+            oldest = idle.order_by("expires_at").locked().values_list("key", flat=True)
+            keys = list(oldest[:batch_size])
+            if keys:
+                RateLimitSlot.objects.filter(bucket_id__in=keys).delete()
+                cls.objects.filter(key__in=keys).delete()
+        return len(keys)
 
     @classmethod
     def wait_for(cls, key: str, at: datetime) -> None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from .. import concurrency, configuration
 from ..configuration import seconds
-from ..models import Process, ScheduledExecution, ThrottledExecution
+from ..models import Process, RateLimitBucket, ScheduledExecution, ThrottledExecution
 from . import listener
 from .poller import Poller
 
@@ -75,4 +75,5 @@ class Dispatcher(Poller):
         if time.monotonic() < self._next_maintenance:
             return
         concurrency.run_maintenance(self.batch_size)
+        RateLimitBucket.prune(self.batch_size)
         self._next_maintenance = time.monotonic() + self.concurrency_maintenance_interval

@@ -159,3 +159,15 @@ def test_without_the_dashboard_the_action_runs_and_says_no_entry_was_written(fai
 def test_a_batch_size_below_one_is_a_usage_error(failed):
     with pytest.raises(CommandError, match="'0' is not a positive whole number"):
         jobs("retry", "--yes", "--batch-size", "0")
+
+
+def test_discarding_throttled_jobs_from_the_command_line():
+    from tests.tasks import rate_limited
+
+    for n in range(5):
+        rate_limited.three_a_minute.enqueue(n)
+
+    result = jobs("discard", "--status", "throttled", "--yes")
+
+    assert result.lines[0] == "2 throttled jobs discarded."
+    assert sorted(states().values()) == ["ready"] * 3
