@@ -13,9 +13,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from .. import db
 from ..exceptions import JobCancelled, JobStateError
-from .job_operations import executions_of, give_back, semaphores_held
+from .job_operations import executions_of, in_batches
 from .job_retryable import state_of
 from .task_rollup import count_cancelled
 
@@ -55,11 +54,10 @@ class CancellableQuerySet(models.QuerySet):
         Jobs not started end at once, a batch per transaction; running ones are asked
         to stop (one statement). Finished and failed jobs are left alone.
         """
-        cancelled = 0
-        for relation in NOT_STARTED:
-            executions = executions_of(self, relation)
-            while batch := _cancel_batch(executions, batch_size):
-                cancelled += batch
+        cancelled = sum(
+            in_batches(executions_of(self, relation), batch_size, _cancel)
+            for relation in NOT_STARTED
+        )
         running = self.filter(claimed_execution__isnull=False, cancel_requested_at__isnull=True)
         cancelled += self.model.objects.filter(pk__in=running.values("pk")).update(
             cancel_requested_at=timezone.now()
@@ -77,35 +75,23 @@ def cancellation_error() -> dict[str, str]:
     }
 
 
-def _cancel_batch(executions: models.QuerySet, batch_size: int) -> int:
-    from .execution import FailedExecution, ReadyExecution
-    from .job import Job
+def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.QuerySet) -> None:
+    from .execution import FailedExecution
     from .unique_lock import UniqueLock
 
-    with db.atomic():
-        locked = executions.order_by("job_id").locked()
-        ids = list(locked.values_list("job_id", flat=True)[:batch_size])
-        if not ids:
-            return 0
-        jobs = Job.objects.filter(pk__in=ids)
-        # Only a ready job holds a semaphore slot; blocked ones wait for one.
-        held = semaphores_held(jobs) if executions.model is ReadyExecution else {}
-        count_cancelled(jobs)
-        now = timezone.now()
-        executions.model.objects.filter(job_id__in=ids).delete()
-        jobs.update(cancel_requested_at=now, updated_at=now)
-        UniqueLock.release(ids)  # failed for good, as Job.fail would: the key is free
-        error = cancellation_error()
-        FailedExecution.objects.bulk_create(
-            FailedExecution(
-                job_id=job_id,
-                exception_class=error["exception_class"],
-                message=error["message"],
-                backtrace=error["traceback"],
-                created_at=now,
-            )
-            for job_id in ids
+    count_cancelled(jobs)
+    now = timezone.now()
+    execution_model.objects.filter(job_id__in=ids).delete()
+    jobs.update(cancel_requested_at=now, updated_at=now)
+    UniqueLock.release(ids)  # failed for good, as Job.fail would: the key is free
+    error = cancellation_error()
+    FailedExecution.objects.bulk_create(
+        FailedExecution(
+            job_id=job_id,
+            exception_class=error["exception_class"],
+            message=error["message"],
+            backtrace=error["traceback"],
+            created_at=now,
         )
-    if held:
-        give_back(held)
-    return len(ids)
+        for job_id in ids
+    )

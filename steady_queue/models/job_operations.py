@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from django.db import models
 
@@ -70,12 +71,10 @@ class OperationsQuerySet(models.QuerySet):
 
         Running (claimed) jobs are left alone. Work goes a batch at a time.
         """
-        discarded = 0
-        for relation in DISCARDABLE:
-            executions = executions_of(self, relation)
-            while batch := _discard_batch(executions, batch_size):
-                discarded += batch
-        return discarded
+        return sum(
+            in_batches(executions_of(self, relation), batch_size, _discard)
+            for relation in DISCARDABLE
+        )
 
     def dispatch_all_now(self, batch_size: int = 500) -> int:
         """Make the scheduled jobs of this queryset ready now; return how many."""
@@ -97,23 +96,38 @@ def executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:
     return model.objects.filter(job__in=jobs.values("pk"))
 
 
-def _discard_batch(executions: models.QuerySet, batch_size: int) -> int:
-    from .execution import FailedExecution, ReadyExecution
+def in_batches(executions: models.QuerySet, batch_size: int, end: Callable) -> int:
+    """End the jobs of ``executions``, ``batch_size`` per transaction; return how many.
+
+    Each batch's execution rows are locked, then ``end(execution_model, ids, jobs)``
+    ends their jobs; the concurrency slots that ready jobs held are handed on after
+    the commit, as when a job finishes (maintenance catches up after a crash).
+    """
+    from .execution import ReadyExecution
     from .job import Job
 
-    with db.atomic():
-        locked = executions.order_by("job_id").locked()
-        ids = list(locked.values_list("job_id", flat=True)[:batch_size])
-        if not ids:
-            return 0
-        jobs = Job.objects.filter(pk__in=ids)
-        # Only a ready job holds a semaphore slot (blocked ones wait, failed ones gave it back).
-        held = semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
-        if executions.model is not FailedExecution:  # a failed job was counted as failed
-            count_cancelled(jobs)
-        _delete_jobs(executions.model, ids)
-    give_back(held)
-    return len(ids)
+    ended = 0
+    while True:
+        with db.atomic():
+            locked = executions.order_by("job_id").locked()
+            ids = list(locked.values_list("job_id", flat=True)[:batch_size])
+            if not ids:
+                return ended
+            jobs = Job.objects.filter(pk__in=ids)
+            # Only a ready job holds a semaphore slot (blocked and throttled ones wait
+            # for one, failed ones gave theirs back).
+            held = semaphores_held(jobs) if executions.model is ReadyExecution else Counter()
+            end(executions.model, ids, jobs)
+        give_back(held)
+        ended += len(ids)
+
+
+def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.QuerySet) -> None:
+    from .execution import FailedExecution
+
+    if execution_model is not FailedExecution:  # a failed job was counted as failed
+        count_cancelled(jobs)
+    _delete_jobs(execution_model, ids)
 
 
 def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
