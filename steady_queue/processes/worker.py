@@ -10,29 +10,24 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 
-from django.utils import timezone
-
 import steady_queue
 
 from .. import configuration, deadlines, storage
 from ..configuration import seconds
 from ..log import claim_fields
-from ..models import ClaimedExecution, Job, Process
+from ..models import ClaimedExecution, Process
 from ..perform import perform_then_claim
 from . import listener
 from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
 from .recycling import Recycling, resident_memory_mib
+from .run_checks import STUCK_CHECK_INTERVAL, Cancellations, StuckThreads
 
 logger = logging.getLogger("steady_queue.processes")
 
 # With every thread busy there is nothing to poll for: a finishing job wakes the worker.
 WAIT_FOR_IDLE_THREAD = 60.0
-# While a thread is stuck in a job past its timeout, how often to see if it is free.
-STUCK_CHECK_INTERVAL = 1.0
-# While jobs run, how often to ask which of them were cancelled (one query).
-CANCEL_CHECK_INTERVAL = 2.0
 
 
 class Worker(Poller):
@@ -68,10 +63,8 @@ class Worker(Poller):
         self._claiming = 0
         self._claims_paused = False
         self.jobs_run = 0
-        self._stuck_since: dict[int, float] = {}  # given-up thread -> since when
-        # A poll asks about cancellations at most every CANCEL_CHECK_INTERVAL, not at once:
-        # the jobs it hands out have only just started.
-        self._next_cancel_check = time.monotonic() + CANCEL_CHECK_INTERVAL
+        self._stuck = StuckThreads()
+        self._cancellations = Cancellations()
         # Jobs handed to threads so far, and claims the main loop is making: with
         # recycle_after_jobs, together with _claiming they never pass the bound.
         self._started = 0
@@ -124,9 +117,9 @@ class Worker(Poller):
 
     def poll(self) -> float:
         delay = self._poll()
-        if self.running_job_ids:
-            delay = min(delay, self._check_cancellations())
-        if self._stuck_since:
+        if running := self.running_job_ids:
+            delay = min(delay, self._cancellations.check(running))
+        if self._stuck:
             self._check_stuck_threads()
             delay = min(delay, STUCK_CHECK_INTERVAL)
         return delay
@@ -226,37 +219,14 @@ class Worker(Poller):
         if self.pool.abandon(thread):
             with self._lock:
                 self._running.discard(run.claimed.job_id)
-                self._stuck_since.setdefault(thread, time.monotonic())
+            self._stuck.add(thread)
             self.wake_up()
-
-    def _check_cancellations(self) -> float:
-        """Have the runs of cancelled jobs interrupted once their grace is over.
-
-        A task that looks (``cancelled()``) stops by itself; this is for one that does
-        not. Asks every CANCEL_CHECK_INTERVAL; returns how long until the next time.
-        """
-        now = time.monotonic()
-        if now < self._next_cancel_check:
-            return self._next_cancel_check - now
-        self._next_cancel_check = now + CANCEL_CHECK_INTERVAL
-        running = Job.objects.filter(pk__in=self.running_job_ids, cancel_requested_at__isnull=False)
-        grace = seconds(steady_queue.cancel_grace)
-        wall = timezone.now()
-        for job_id, asked_at in running.values_list("pk", "cancel_requested_at"):
-            left = grace - (wall - asked_at).total_seconds()
-            deadlines.watchdog().cancel_after(job_id, left)
-        return CANCEL_CHECK_INTERVAL
 
     def _check_stuck_threads(self) -> None:
         """Recycle once a given-up thread has been stuck for ``timeout_grace``."""
-        grace = seconds(steady_queue.timeout_grace)
         alive = {thread.ident for thread in self.pool.stuck_threads()}
-        with self._lock:
-            for ident in [i for i in self._stuck_since if i not in alive]:
-                del self._stuck_since[ident]
-            stuck = [t for t in self._stuck_since.values() if time.monotonic() - t >= grace]
-        if stuck and self.recycling.reason is None:
-            self.recycling.stuck(grace)
+        if self._stuck.past_grace(alive) and self.recycling.reason is None:
+            self.recycling.stuck(seconds(steady_queue.timeout_grace))
             logger.warning(
                 "%s is recycled %s: it claims no more and stops once its other jobs finish",
                 self,
