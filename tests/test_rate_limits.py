@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -293,8 +293,8 @@ def test_a_window_redeclared_with_another_limit_counts_its_starts_against_the_ne
     for n in range(3):
         tasks.three_a_minute.enqueue(n)
     run_ready_jobs()
-    bucket = RateLimitBucket.objects.get()
-    window = bucket.window(timezone.now())
+    with transaction.atomic():
+        window = RateLimitBucket.objects.get().window(timezone.now())
     assert window.room() == 0
     window.limit = RateLimit(to=5, per=timedelta(minutes=1))
     assert window.room() == 2

@@ -111,11 +111,17 @@ class RateLimitBucket(QueueModel):
         cls.objects.filter(late, key=key).update(next_release_at=at)
 
     def window(self, now: datetime) -> Window:
-        """This bucket's slots as of ``now``, under the task's limit as declared now."""
+        """This bucket's slots as of ``now``, under the task's limit as declared now.
+
+        Inside the transaction that locked this bucket.
+        """
         limit = rate_limits.rate_limit_for(self.task_path)
         if limit is not None and (limit.to, limit.per) != (self.to, self.per):
             self.to, self.per = limit.to, limit.per  # redeclared: saved with the window
-        return Window(self, limit, list(self.slots.all()), now)
+        # A locking read: the latest stamps even in a REPEATABLE READ transaction whose
+        # snapshot is older than the bucket's lock (MySQL's default isolation).
+        slots = RateLimitSlot.objects.filter(bucket=self).locked(skip_locked=False)
+        return Window(self, limit, list(slots), now)
 
 
 class RateLimitSlot(QueueModel):
