@@ -20,6 +20,7 @@ from steady_queue.models import (
     ReadyExecution,
     ThrottledExecution,
 )
+from steady_queue.models.throttled_execution import repair_forgotten
 from steady_queue.rate_limits import WHOLE_TASK, RateLimit, bucket_key, rate_limit, rate_limit_for
 from steady_queue.testing import release_throttled, run_ready_jobs
 from tests.tasks import features
@@ -298,3 +299,16 @@ def test_a_window_redeclared_with_another_limit_counts_its_starts_against_the_ne
     assert window.room() == 0
     window.limit = RateLimit(to=5, per=timedelta(minutes=1))
     assert window.room() == 2
+
+
+def test_maintenance_gives_a_turn_to_jobs_waiting_without_one():
+    for n in range(5):
+        tasks.three_a_minute.enqueue(n)
+    RateLimitBucket.objects.all().delete()  # as if the window had been lost
+
+    assert repair_forgotten() == 1
+
+    bucket = RateLimitBucket.objects.get()
+    assert bucket.next_release_at <= timezone.now()
+    assert repair_forgotten() == 0
+    assert release_throttled() == 2  # the window lost its starts: room for all

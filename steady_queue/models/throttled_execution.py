@@ -111,4 +111,30 @@ class ThrottledExecution(Execution):
 def throttle(job: Job, until: datetime) -> None:
     """Make ``job`` (its claim just taken) wait for room in its window, from ``until``."""
     ThrottledExecution.create_all_from_jobs([job])
+    # Locked (and inserted again if it was pruned since the admission found no room):
+    # a throttled job always has a window that a dispatcher will look at.
+    RateLimitBucket.locked_for([job], timezone.now())
     RateLimitBucket.wait_for(job.rate_limit_bucket_key, until)
+
+
+def repair_forgotten(batch_size: int = 500) -> int:
+    """Give a turn to windows whose jobs wait without one (a failsafe; none should).
+
+    Run by the dispatchers' maintenance; returns how many windows it woke.
+    """
+    from .job import Job
+
+    turns = RateLimitBucket.objects.filter(next_release_at__isnull=False).values("key")
+    forgotten = ThrottledExecution.objects.exclude(bucket_key__in=turns).order_by()
+    job_ids = forgotten.values_list("bucket_key", "job_id")
+    first_jobs = dict(reversed(list(job_ids[:batch_size])))
+    if not first_jobs:
+        return 0
+    with db.atomic():
+        jobs = Job.objects.in_bulk(list(first_jobs.values()))
+        RateLimitBucket.locked_for(jobs.values(), timezone.now())
+        keys = list(first_jobs)
+        RateLimitBucket.objects.filter(key__in=keys, next_release_at__isnull=True).update(
+            next_release_at=timezone.now()
+        )
+    return len(keys)

@@ -11,6 +11,7 @@ from django.utils import timezone
 from .. import concurrency, configuration
 from ..configuration import seconds
 from ..models import Process, RateLimitBucket, ScheduledExecution, ThrottledExecution
+from ..models.throttled_execution import repair_forgotten
 from . import listener
 from .poller import Poller
 
@@ -76,4 +77,5 @@ class Dispatcher(Poller):
             return
         concurrency.run_maintenance(self.batch_size)
         RateLimitBucket.prune(self.batch_size)
+        repair_forgotten(self.batch_size)
         self._next_maintenance = time.monotonic() + self.concurrency_maintenance_interval
