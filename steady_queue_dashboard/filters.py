@@ -117,7 +117,12 @@ class JobFilter(django_filters.FilterSet):
         self.filters["before"].label = _("%(time)s until") % {"time": listing.time_label}
         if listing.status != "failed":
             del self.filters["error"]
-        if listing.status != "blocked":
+        if listing.status == "throttled":
+            self.filters["key"].label = _("Rate limit key")
+            self.filters["key"].extra["help_text"] = _(
+                "The window's key (* for a task-wide one); with the task, one window exactly."
+            )
+        elif listing.status != "blocked":
             del self.filters["key"]
 
     @property
@@ -167,6 +172,9 @@ class JobFilter(django_filters.FilterSet):
         )
 
     def filter_key(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if self.listing.status == "throttled":
+            # By the windows' digests, which the throttled jobs' index starts with.
+            return queryset.filter(throttled_execution__bucket_key__in=adapter.window_keys(value))
         return queryset.filter(blocked_execution__concurrency_key=value)
 
     def filter_arguments(self, queryset: QuerySet, name: str, value: str) -> QuerySet:

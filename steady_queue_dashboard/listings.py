@@ -103,6 +103,25 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No job is waiting for a concurrency slot."),
         ),
         Listing(
+            status="throttled",
+            label=_("Throttled"),
+            execution="throttled_execution",
+            # The release order within each window (sq_throttled_release): the windows come
+            # in the order of their digests, each window's jobs in the order they go ready.
+            ordering=(
+                "throttled_execution__bucket_key",
+                "-throttled_execution__priority",
+                "throttled_execution__job_id",
+            ),
+            time_field="created_at",
+            time_label=_("Enqueued"),
+            queue_field="throttled_execution__queue_name",
+            priority_field="throttled_execution__priority",
+            row_actions=("cancel", "discard"),
+            bulk_actions=("cancel", "discard"),
+            empty=_("No job is waiting for room in its rate limit window."),
+        ),
+        Listing(
             status="failed",
             label=_("Failed"),
             execution="failed_execution",

@@ -17,13 +17,15 @@ from .views import (
     overview,
     processes,
     queues,
+    rate_limits,
     recurring,
     tasks,
 )
 
 
 class StatusConverter:
-    """A job status slug: pending, scheduled, in-progress, blocked, failed or finished."""
+    """A job status slug: pending, scheduled, in-progress, blocked, throttled, failed or
+    finished."""
 
     regex = "|".join(LISTINGS)
 
@@ -77,6 +79,7 @@ urlpatterns = [
     path("recurring/", recurring.recurring_list, name="recurring-list"),
     path("recurring/<sq_key:key>/", recurring.recurring_detail, name="recurring-detail"),
     path("concurrency/", concurrency.concurrency, name="concurrency"),
+    path("rate-limits/", rate_limits.rate_limits, name="rate-limits"),
     path("tasks/", tasks.task_list, name="tasks"),
     path("audit/", audit_log.audit_log, name="audit-log"),
     path("errors/", errors.error_group_list, name="error-groups"),

@@ -25,6 +25,14 @@ from .job_queries import (
 )
 from .processes import Health, ProcessNode, process_health, process_tree
 from .queues import Queue, pause_queue, queue, queue_exists, queue_names, queues, resume_queue
+from .rate_limits import (
+    JobRateLimit,
+    RateLimitWindow,
+    RateLimitWindows,
+    rate_limit_of,
+    rate_limit_windows,
+    window_keys,
+)
 from .recurring import (
     find_recurring_task,
     recurring_runs,
@@ -42,9 +50,12 @@ __all__ = [
     "ConcurrencyKey",
     "Event",
     "Health",
+    "JobRateLimit",
     "Outcome",
     "ProcessNode",
     "Queue",
+    "RateLimitWindow",
+    "RateLimitWindows",
     "Tally",
     "TaskStats",
     "Uniqueness",
@@ -70,6 +81,8 @@ __all__ = [
     "queue_exists",
     "queue_names",
     "queues",
+    "rate_limit_of",
+    "rate_limit_windows",
     "recurring_runs",
     "recurring_tasks",
     "release_next_blocked",
@@ -81,4 +94,5 @@ __all__ = [
     "task_stats",
     "timeline",
     "uniqueness_of",
+    "window_keys",
 ]

@@ -69,7 +69,11 @@ def timeline(job: Job) -> list[Event]:
     for attempt in attempts(job):
         events += _attempt_events(attempt)
     execution = job.execution
-    waiting = {"ReadyExecution": _("Ready"), "BlockedExecution": _("Blocked")}
+    waiting = {
+        "ReadyExecution": _("Ready"),
+        "BlockedExecution": _("Blocked"),
+        "ThrottledExecution": _("Throttled"),
+    }
     if type(execution).__name__ in waiting:
         events.append(Event(execution.created_at, waiting[type(execution).__name__]))
     if job.finished_at:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import JSONField, Q, QuerySet, Value
+from django.db.models import JSONField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.fields.json import KeyTransform
 from django.utils.text import Truncator
 
@@ -17,8 +17,10 @@ from steady_queue.models import (
     ClaimedExecution,
     FailedExecution,
     Job,
+    RateLimitBucket,
     ReadyExecution,
     ScheduledExecution,
+    ThrottledExecution,
 )
 
 from .. import masking
@@ -51,8 +53,16 @@ def jobs(listing: Listing) -> QuerySet:
         queryset = queryset.filter(**{f"{listing.execution}__isnull": False})
     else:
         queryset = queryset.filter(finished_at__isnull=False)
+    if listing.execution == "throttled_execution":
+        queryset = queryset.annotate(window_next_release_at=_window_next_release())
     related = listing.select_related
     return queryset.select_related(*related) if related else queryset
+
+
+def _window_next_release() -> Subquery:
+    # When a throttled job's window next has room: a primary key lookup per row shown.
+    window = RateLimitBucket.objects.filter(key=OuterRef("throttled_execution__bucket_key"))
+    return Subquery(window.values("next_release_at")[:1])
 
 
 def failed_jobs_by_ids(ids: list[int]) -> QuerySet:
@@ -75,6 +85,7 @@ def status_counts() -> dict[str, Tally]:
         "scheduled": capped_count(ScheduledExecution.objects.all()),
         "in-progress": capped_count(ClaimedExecution.objects.all()),
         "blocked": capped_count(BlockedExecution.objects.all()),
+        "throttled": capped_count(ThrottledExecution.objects.all()),
         "failed": capped_count(FailedExecution.objects.all()),
         "finished": capped_count(queryset.filter(finished_at__isnull=False)),
     }

@@ -141,7 +141,8 @@ def duration(delta: timedelta | None) -> str:
     parts = []
     remainder = int(seconds)
     for size, unit in units:
-        if remainder >= size or (parts and size == 1):
+        # Seconds follow a larger unit ("3 min 5 s"), but a round one stands alone ("1 min").
+        if remainder >= size or (parts and size == 1 and remainder):
             parts.append(f"{remainder // size} {unit}")
             remainder %= size
         if len(parts) == 2:

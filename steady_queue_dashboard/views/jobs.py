@@ -49,6 +49,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "return_value": adapter.display_value(job.return_value),
             "timeline": adapter.timeline(job),
             "uniqueness": adapter.uniqueness_of(job),
+            "rate_limit": adapter.rate_limit_of(job),
             "attempts": attempts,
             "open_error": failures[-1] if failures and job.finished_at is None else None,
             "live": job.finished_at is None and job.state != "failed",

@@ -86,6 +86,26 @@ def test_bulk_discard_the_jobs_matching_a_filter(open_dashboard):
     assert list(Job.objects.values_list("pk", flat=True)) == [int(kept.id)]
 
 
+def test_cancel_the_throttled_jobs_of_one_rate_limit_window(open_dashboard):
+    for _ in range(4):
+        tasks.call_partner.enqueue(1)
+    for _ in range(3):
+        kept = tasks.call_partner.enqueue(2)
+    page = open_dashboard("/jobs/rate-limits/")
+    window = page.locator("#rate-limit-table tr", has_text="account-1")
+    expect(window).to_contain_text("2 / 2")
+    window.get_by_role("link", name="2").click()
+    expect(page).to_have_url(re.compile(r"/jobs/throttled/\?task=.*&key=account-1"))
+    expect(page.locator("tr[id^=job-row-]")).to_have_count(2)
+    page.get_by_role("button", name="Cancel all matching…").click()
+    confirm = page.locator(".confirm")
+    expect(confirm).to_contain_text("Cancel 2 jobs?")
+    confirm.get_by_role("button", name="Cancel 2 jobs").click()
+    expect(page.locator("#sq-messages")).to_contain_text("2 jobs were cancelled")
+    expect(page.locator("tr[id^=job-row-]")).to_have_count(0)
+    assert Job.objects.with_execution().get(pk=kept.id).state == "throttled"
+
+
 def test_bulk_retry_the_selected_rows(open_dashboard):
     results = [tasks.fail.enqueue(f"n{n}") for n in range(3)]
     run_ready_jobs()

@@ -71,6 +71,7 @@ def page_paths(status: str, key: str, pk: int) -> list[str]:
         "/jobs/recurring/",
         f"/jobs/recurring/{k}/",
         "/jobs/concurrency/",
+        "/jobs/rate-limits/",
         "/jobs/audit/",
         "/jobs/errors/",
     ]

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
 
-STATUSES = ["pending", "scheduled", "in-progress", "blocked", "failed", "finished"]
+STATUSES = ["pending", "scheduled", "in-progress", "blocked", "throttled", "failed", "finished"]
 
 
 def page_urls(jobs) -> dict[str, str]:
@@ -20,6 +20,7 @@ def page_urls(jobs) -> dict[str, str]:
         "processes": reverse("steady_queue_dashboard:process-list"),
         "recurring": reverse("steady_queue_dashboard:recurring-list"),
         "concurrency": reverse("steady_queue_dashboard:concurrency"),
+        "rate-limits": reverse("steady_queue_dashboard:rate-limits"),
         "audit": reverse("steady_queue_dashboard:audit-log"),
         "tasks": reverse("steady_queue_dashboard:tasks"),
     }
@@ -37,6 +38,7 @@ FRAGMENT_IDS = {
     "processes": 'id="process-tree"',
     "recurring": 'id="recurring-table"',
     "concurrency": 'id="concurrency-table"',
+    "rate-limits": 'id="rate-limit-table"',
     "audit": 'id="audit-table"',
     "tasks": 'id="task-table"',
     **{status: 'id="job-list"' for status in STATUSES},

@@ -21,6 +21,7 @@ from steady_queue.models import (
     Job,
     ReadyExecution,
     ScheduledExecution,
+    ThrottledExecution,
 )
 from steady_queue_dashboard.joblist import JobList
 from steady_queue_dashboard.listings import LISTINGS
@@ -28,13 +29,21 @@ from steady_queue_dashboard.listings import LISTINGS
 # Transactional: the fill command ends with VACUUM ANALYZE, which refuses a transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SIZES = {"finished": 3000, "failed": 2000, "scheduled": 2000, "ready": 2000, "blocked": 300}
+SIZES = {
+    "finished": 3000,
+    "failed": 2000,
+    "scheduled": 2000,
+    "ready": 2000,
+    "blocked": 300,
+    "throttled": 300,
+}
 
 EXPECTED = {
     ("pending", ""): "sq_poll_all",
     ("pending", "queue=low"): "sq_poll_by_queue",
     ("scheduled", ""): "sq_dispatch_all",
     ("blocked", ""): "sq_blocked_release",
+    ("throttled", ""): "sq_throttled_release",
     ("failed", ""): "sq_failed_recent",
     ("finished", ""): "sq_jobs_finished_at",
     ("finished", "queue=low"): "sq_jobs_for_filtering",
@@ -44,8 +53,14 @@ EXPECTED = {
 
 # MariaDB sorts these small tables in memory rather than walk the index (at 10,000 ready
 # jobs too; it walks sq_dispatch_all from some 50,000 scheduled jobs on). They are bounded
-# by what the workers keep up with; the failed and finished lists are the big ones.
-SORTED_IN_MEMORY_ON_MARIADB = {("pending", ""), ("scheduled", ""), ("blocked", "")}
+# by what the workers keep up with; the failed and finished lists are the big ones. The
+# few hundred throttled jobs here are sorted in memory too.
+SORTED_IN_MEMORY_ON_MARIADB = {
+    ("pending", ""),
+    ("scheduled", ""),
+    ("blocked", ""),
+    ("throttled", ""),
+}
 
 
 def test_list_queries_walk_their_indexes():
@@ -68,6 +83,7 @@ def assert_filled() -> None:
     assert ScheduledExecution.objects.count() == SIZES["scheduled"]
     assert ReadyExecution.objects.count() == SIZES["ready"]
     assert BlockedExecution.objects.count() == SIZES["blocked"]
+    assert ThrottledExecution.objects.count() == SIZES["throttled"]
     assert ClaimedExecution.objects.count() == 20
 
 

@@ -62,6 +62,7 @@ PAGES = [
     ("process-list",),
     ("recurring-list",),
     ("concurrency",),
+    ("rate-limits",),
     ("error-groups",),
     *[("job-list", status) for status in LISTINGS],
 ]
@@ -100,7 +101,15 @@ def test_actions_change_the_queue_alias_and_audit_on_default(admin_client, queue
 
 def test_the_fill_command_writes_the_queue_alias(queue, settings):
     settings.DATABASE_ROUTERS = ["steady_queue.routers.SteadyQueueRouter"]
-    sizes = {"finished": 20, "failed": 5, "scheduled": 5, "ready": 5, "blocked": 2, "claimed": 2}
+    sizes = {
+        "finished": 20,
+        "failed": 5,
+        "scheduled": 5,
+        "ready": 5,
+        "blocked": 2,
+        "throttled": 2,
+        "claimed": 2,
+    }
     with captured() as (on_queue, on_default):
         call_command(
             "steady_queue_dashboard_fill", batch_size=10, days=1, stdout=StringIO(), **sizes

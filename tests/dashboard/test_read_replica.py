@@ -67,6 +67,7 @@ PAGES = [
     ("process-list",),
     ("recurring-list",),
     ("concurrency",),
+    ("rate-limits",),
     ("error-groups",),
     ("tasks",),
     *[("job-list", status) for status in LISTINGS],

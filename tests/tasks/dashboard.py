@@ -1,12 +1,15 @@
-"""Tasks the dashboard tests enqueue: quick ones, failing ones, limited ones, slow ones."""
+"""Tasks the dashboard tests enqueue: quick ones, failing ones, limited ones, rate limited
+ones, slow ones."""
 
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from steady_queue.compat import task
 from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress
+from steady_queue.rate_limits import rate_limit
 
 
 @task()
@@ -35,6 +38,18 @@ def fail_once(marker_path):
 @task()
 def limited(account_id):
     return account_id
+
+
+@rate_limit(to=2, per=timedelta(minutes=1), key=lambda account_id: f"account-{account_id}")
+@task()
+def call_partner(account_id):
+    return account_id
+
+
+@rate_limit(to=1, per=timedelta(hours=1))
+@task()
+def export_all(n):
+    return n
 
 
 @task(takes_context=True)

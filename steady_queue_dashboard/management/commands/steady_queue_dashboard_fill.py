@@ -24,17 +24,20 @@ from django.core.management.color import no_style
 from django.db.models import Max
 from django.utils import timezone
 
-from steady_queue import db
+from steady_queue import db, rate_limits
 from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
     FailedExecution,
     Job,
     Process,
+    RateLimitBucket,
+    RateLimitSlot,
     ReadyExecution,
     RecurringTask,
     ScheduledExecution,
     Semaphore,
+    ThrottledExecution,
 )
 from steady_queue.models.attempt import Attempt
 
@@ -75,6 +78,7 @@ class Command(BaseCommand):
             ("scheduled", 100_000),
             ("ready", 10_000),
             ("blocked", 1_000),
+            ("throttled", 1_000),
             ("claimed", 40),
         ]
         for name, default in sizes:
@@ -93,6 +97,7 @@ class Command(BaseCommand):
         self.random = random.Random(options["seed"])
         self.now = timezone.now()
         self.batch_size = options["batch_size"]
+        self.windows: set[str] = set()  # rate limit windows made so far, by key
         self.next_id = (Job.objects.aggregate(top=Max("pk"))["top"] or 0) + 1
         started = time.monotonic()
         workers = self._processes(max(1, options["claimed"] // 10))
@@ -101,6 +106,7 @@ class Command(BaseCommand):
         self._fill("scheduled", options["scheduled"], self._scheduled)
         self._fill("ready", options["ready"], self._ready)
         self._fill("blocked", options["blocked"], self._blocked)
+        self._fill("throttled", options["throttled"], self._throttled)
         self._fill("claimed", options["claimed"], self._claimed(workers))
         self._recurring_tasks()
         self._reset_sequence_and_analyze()
@@ -222,6 +228,38 @@ class Command(BaseCommand):
             )
         ]
 
+    def _throttled(self, job: Job) -> list:
+        job.task_path = "sync.tasks.pull_crm_contacts"
+        job.rate_limit_key = f"crm-{self.random.randrange(20)}"
+        key = rate_limits.bucket_key(job.task_path, job.rate_limit_key)
+        if key not in self.windows:
+            self._full_window(key, job)
+            self.windows.add(key)
+        return [
+            ThrottledExecution(
+                job=job, queue_name=job.queue_name, priority=job.priority, bucket_key=key
+            )
+        ]
+
+    def _full_window(self, key: str, job: Job) -> None:
+        """A window of 10 starts a minute, all taken within the last minute (kept if it exists)."""
+        if RateLimitBucket.objects.filter(key=key).exists():
+            return
+        per = _minutes(1)
+        bucket = RateLimitBucket.objects.create(
+            key=key,
+            task_path=job.task_path,
+            limit_key=job.rate_limit_key,
+            to=10,
+            per=per,
+            next_release_at=self.now + timedelta(seconds=self.random.uniform(1, 60)),
+            expires_at=self.now + per,
+        )
+        starts = [self.now - timedelta(seconds=self.random.uniform(0, 59)) for _ in range(10)]
+        RateLimitSlot.objects.bulk_create(
+            RateLimitSlot(bucket=bucket, started_at=started) for started in starts
+        )
+
     def _claimed(self, workers: list[Process]) -> Callable[[Job], list]:
         def build(job: Job) -> list:
             started = self.now - timedelta(seconds=self.random.uniform(1, 600))
@@ -310,6 +348,8 @@ def _analyze_statements(vendor: str) -> list[str]:
             ScheduledExecution,
             FailedExecution,
             BlockedExecution,
+            ThrottledExecution,
+            RateLimitBucket,
             ClaimedExecution,
         )
     ]
