@@ -44,6 +44,7 @@ DASHBOARD_PAGES = [
     "/jobs/scheduled/",
     "/jobs/in-progress/",
     "/jobs/blocked/",
+    "/jobs/throttled/",
     "/jobs/failed/",
     "/jobs/finished/",
     "/jobs/queues/",
@@ -51,12 +52,14 @@ DASHBOARD_PAGES = [
     "/jobs/processes/",
     "/jobs/recurring/",
     "/jobs/concurrency/",
+    "/jobs/rate-limits/",
 ]
 # What a new user must find to try every action: at least this many of each
 # (names as demo.seeding.counts() gives them), all at the same moment.
 MIX_MINIMUMS = {
     "ready in a paused queue": 1,
     "blocked": 1,
+    "throttled": 1,
     "scheduled": 1,
     "in progress": 1,
     "running with progress": 1,

@@ -22,6 +22,7 @@ from steady_queue.models import (
     FailedExecution,
     Job,
     Pause,
+    RateLimitBucket,
     RecurringTask,
     Semaphore,
 )
@@ -46,15 +47,18 @@ def seed() -> dict[str, int]:
     _enqueue_behind_paused_queue()
     _enqueue_scheduled()
     _enqueue_blocked()
+    _enqueue_throttled()
     return counts()
 
 
 def reset() -> None:
-    """Delete every job (their executions and unique keys go with them), semaphore and pause."""
+    """Delete every job (their executions and unique keys go with them), semaphore, pause
+    and rate limit window."""
     with transaction.atomic():
         Job.objects.all().delete()
         Semaphore.objects.all().delete()
         Pause.objects.all().delete()
+        RateLimitBucket.objects.all().delete()
 
 
 def enqueue_batch() -> int:
@@ -81,6 +85,7 @@ def counts() -> dict[str, int]:
         "ready": jobs.filter(ready_execution__isnull=False).count(),
         "scheduled": jobs.filter(scheduled_execution__isnull=False).count(),
         "blocked": jobs.filter(blocked_execution__isnull=False).count(),
+        "throttled": jobs.filter(throttled_execution__isnull=False).count(),
         "in progress": ClaimedExecution.objects.count(),
         "running with progress": jobs.filter(
             claimed_execution__isnull=False, progress__isnull=False
@@ -164,6 +169,12 @@ def _enqueue_blocked() -> None:
     for _ in range(4):
         tasks.sync_account.enqueue(1, seconds=45.0)
     tasks.sync_account.enqueue(2, seconds=45.0)
+
+
+def _enqueue_throttled() -> None:
+    """Two calls a minute per partner: of six calls to one partner, four wait, throttled,
+    and start two a minute; the Rate limits page shows the window in use."""
+    enqueue_all([(tasks.notify_partner, ["acme-logistics", 1000 + n], {}) for n in range(6)])
 
 
 def _enqueue_invoice(customer: Customer) -> None:

@@ -17,6 +17,7 @@ except ImportError:  # Django 5.2 with the django-tasks backport
 from steady_queue.cleanup import clear_finished_jobs
 from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress
+from steady_queue.rate_limits import rate_limit
 from steady_queue.recurring_task import recurring
 from steady_queue.retries import retry_policy
 from steady_queue.uniqueness import unique
@@ -85,6 +86,13 @@ def refresh_customer_stats(customer_id: int) -> str:
     """Unique: one refresh per customer every ten minutes; enqueueing again returns that job."""
     time.sleep(1.0)
     return f"Statistics of customer {customer_id} refreshed."
+
+
+@rate_limit(to=2, per=timedelta(minutes=1), key=lambda partner, order_id: partner)
+@task(queue_name="background")
+def notify_partner(partner: str, order_id: int) -> str:
+    """Rate limited: two calls a minute per partner; the others wait, throttled."""
+    return f"{partner} told about order {order_id}."
 
 
 @task(queue_name="reports", takes_context=True)
