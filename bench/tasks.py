@@ -1,4 +1,6 @@
-"""No-op tasks, one per backend under test."""
+"""No-op tasks, one per backend under test, and a pause for bench/wait.py."""
+
+import time
 
 from steady_queue.compat import task
 
@@ -11,3 +13,8 @@ def noop():
 @task(backend="dtdb")
 def noop_dtdb():
     return None
+
+
+@task()
+def pause(seconds: float):
+    time.sleep(seconds)

@@ -63,6 +63,8 @@ _PUBLIC = {
     "run_ready_jobs": "steady_queue.testing",
     "dispatch_scheduled": "steady_queue.testing",
     "enqueue_all": "steady_queue.backend",
+    "wait": "steady_queue.waiting",
+    "await_result": "steady_queue.waiting",
     "SteadyQueueBackend": "steady_queue.backend",
     "DeserializationError": "steady_queue.arguments",
     "SerializationError": "steady_queue.arguments",

@@ -30,6 +30,7 @@ from .. import db
 from ..exceptions import UnstorableOutcome
 from ..log import claim_fields, job_fields
 from .attempt import Attempt, error_details, refused_text, storable
+from .signals import jobs_ended
 from .task_rollup import tally
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ class Success(Outcome):
             )
         else:
             jobs.filter(pk=job.pk).delete()
+        jobs_ended.send(Success, job_ids=[job.pk])
         return "succeeded"
 
     def stored(self, job: Job, attempt: Attempt) -> None:

@@ -16,6 +16,7 @@ from django.utils import timezone
 from ..exceptions import JobCancelled, JobStateError
 from .job_operations import executions_of, in_batches
 from .job_retryable import state_of
+from .signals import jobs_ended
 from .task_rollup import count_cancelled
 
 NOT_STARTED = (
@@ -95,3 +96,4 @@ def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.Qu
         )
         for job_id in ids
     )
+    jobs_ended.send(execution_model, job_ids=ids)

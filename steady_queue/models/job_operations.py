@@ -10,6 +10,7 @@ from django.db import models
 from .. import concurrency, db
 from ..exceptions import JobStateError
 from .job_retryable import state_of
+from .signals import jobs_ended
 from .task_rollup import count_cancelled
 
 DISCARDABLE = (
@@ -142,6 +143,7 @@ def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
     UniqueLock.objects.filter(job_id__in=ids).delete()
     jobs = Job.objects.filter(pk__in=ids)
     jobs._raw_delete(jobs.db)
+    jobs_ended.send(execution_model, job_ids=ids)
 
 
 def semaphores_held(jobs: models.QuerySet) -> Counter:

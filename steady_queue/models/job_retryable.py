@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from .. import db, retries
 from ..exceptions import JobStateError
+from .signals import jobs_ended
 
 if TYPE_CHECKING:
     from .job import Job
@@ -39,6 +40,7 @@ class Retryable:
             message=error["message"],
             backtrace=error["traceback"],
         )
+        jobs_ended.send(type(self), job_ids=[self.pk])
 
     def reschedule(self, run_at: datetime) -> None:
         """Run this (claimed) job again at ``run_at``; the caller removes its claim."""

@@ -13,7 +13,6 @@ idle thread, and notifications that arrive together wake it once.
 from __future__ import annotations
 
 import contextlib
-import functools
 import heapq
 import logging
 import os
@@ -23,11 +22,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from django.db import connections
-
-import steady_queue
-
-from .. import db
 from ..storage import notify
 from .outages import RETRY_INTERVAL, OutageLog
 
@@ -37,8 +31,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("steady_queue.processes")
 
-# Keepalives let a connection that died silently (a dropped network) fail and reconnect.
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 5}
 # Scheduled jobs are woken for a little after they are due: the dispatcher compares with
 # the wall clock, and waking a hair early would find nothing due yet.
 DUE_MARGIN = 0.005
@@ -107,7 +99,7 @@ class Listener(threading.Thread):
             self._close()
 
     def _listen(self) -> None:
-        self._connection = _connect()
+        self._connection = notify.listening_connection()
         statements = "; ".join(f"LISTEN {channel}" for channel in self.channels)
         self._connection.execute(statements)
         self._outage.succeeded()
@@ -181,7 +173,7 @@ def stop(listener: Listener | None) -> None:
 
 def for_worker(worker: Worker) -> Listener | None:
     """A listener that wakes ``worker`` for ready jobs of its queues; None without NOTIFY."""
-    if not _available():
+    if not notify.can_listen():
         return None
 
     def on_notify(channel: str, queue_name: str) -> None:
@@ -198,7 +190,7 @@ def for_worker(worker: Worker) -> Listener | None:
 
 def for_dispatcher(dispatcher: Dispatcher) -> Listener | None:
     """A listener that wakes ``dispatcher`` when a scheduled job comes due; None without NOTIFY."""
-    if not _available():
+    if not notify.can_listen():
         return None
     listener: Listener
 
@@ -231,44 +223,3 @@ def _started(listener: Listener | None) -> Listener | None:
     if listener is not None:
         listener.start()
     return listener
-
-
-def _available() -> bool:
-    try:
-        import psycopg  # noqa: F401  (psycopg 3; with psycopg2 workers only poll)
-    except ImportError:
-        return False
-    return notify.is_available() and listen_alias() is not None
-
-
-def listen_alias() -> str | None:
-    """The database alias to LISTEN on (``steady_queue.listen_database``); None: poll."""
-    chosen = steady_queue.listen_database
-    if chosen is False:
-        return None
-    if chosen:
-        return chosen
-    options = db.connection().settings_dict.get("OPTIONS", {})
-    if "prepare_threshold" in options and options["prepare_threshold"] is None:
-        _say_once(
-            "The queue database %r disables prepared statements, as behind a "
-            "transaction-mode pooler (PgBouncer), where LISTEN misses notifications: "
-            "processes poll. Set steady_queue.listen_database to the alias of a direct "
-            "connection to wake them at once.",
-            db.alias(),
-        )
-        return None
-    return db.alias()
-
-
-@functools.cache
-def _say_once(message: str, *args) -> None:
-    logger.info(message, *args)
-
-
-def _connect():
-    import psycopg
-
-    params = connections[listen_alias()].get_connection_params()
-    params.pop("cursor_factory", None)
-    return psycopg.Connection.connect(**KEEPALIVES, **params, autocommit=True)

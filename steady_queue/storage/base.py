@@ -111,3 +111,6 @@ class Storage:
 
     def notify_scheduled(self, due_at: datetime) -> None:
         """Wake processes waiting for a job that becomes due at ``due_at`` (on commit)."""
+
+    def notify_ended(self, job_ids: Iterable[int]) -> None:
+        """Wake whoever waits for the end of one of ``job_ids`` (on commit)."""

@@ -114,6 +114,9 @@ class PostgresStorage(Storage):
     def notify_scheduled(self, due_at: datetime) -> None:
         notify.jobs_scheduled(due_at)
 
+    def notify_ended(self, job_ids: Iterable[int]) -> None:
+        notify.jobs_ended(job_ids)
+
 
 def _one_statement_claims(then_claim: ClaimNext) -> bool:
     """Whether the finishing statement can claim for these queues: all, or one exact name."""
@@ -199,14 +202,18 @@ def _finish_and_claim_sql(without_process: bool, one_queue: bool, registered: bo
 
 
 def _finishing(without_process: bool) -> str:
-    """CTEs ``claim`` (our claim, deleted) and ``finished`` (its job, marked finished)."""
+    """CTEs ``claim`` (our claim, deleted) and ``finished`` (its job, marked finished).
+
+    ``finished`` tells a waiter of the job (steady_queue.wait), if there is one, in its
+    RETURNING: computed for each updated row whether or not the query reads it.
+    """
     process = "process_id IS NULL" if without_process else "process_id = %s"
     return (
         f"claim AS (DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND {process} "
         "RETURNING job_id), "
         f"finished AS (UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
         "attempts = attempts || %s, updated_at = %s WHERE id IN (SELECT job_id FROM claim) "
-        "RETURNING id)"
+        f"RETURNING id, {notify.ended_call('id')})"
     )
 
 
