@@ -106,7 +106,7 @@ class Listening:
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             for notification in self.connection.notifies(timeout=left, stop_after=1):
-                if notification.payload == self.job_id:
+                if notification.payload in (self.job_id, notify.ANY_JOB):
                     return  # other payloads are other waiters' jobs
 
 

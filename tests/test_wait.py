@@ -171,6 +171,17 @@ def test_a_discarded_job_raises_task_result_does_not_exist():
         steady_queue.wait(result, timeout=20)
 
 
+def test_a_batch_of_ends_too_big_to_lock_wakes_every_waiter(monkeypatch):
+    monkeypatch.setattr(notify, "MAX_LOCKS_PER_END", 1)
+    result, other = tasks.add.enqueue(1, 2), tasks.add.enqueue(3, 4)
+    both = Job.objects.filter(pk__in=[result.id, other.id])
+
+    with meanwhile(both.cancel_all):
+        final = steady_queue.wait(result, timeout=20)
+
+    assert final.status == TaskResultStatus.FAILED
+
+
 def test_accepts_a_result_id_of_the_default_backend():
     result = tasks.add.enqueue(3, 4)
 

@@ -16,7 +16,10 @@ taken (a few microseconds in PostgreSQL's lock table) and no NOTIFY is sent, so 
 finish pays nothing for a feature it does not use. Someone waits: it cannot be taken,
 and the end sends NOTIFY. A waiter that locks after the end took the lock blocks until
 that end commits, then finds the job ended; keys are job ids modulo ``LOCK_KEYS``, so
-two jobs may share one, which costs at most a needless notification.
+two jobs may share one, which costs at most a needless notification. Each lock taken
+holds a slot of PostgreSQL's shared lock table until commit, so a batch of more than
+``MAX_LOCKS_PER_END`` ends (an operator's discard) takes none and sends one NOTIFY for
+any job instead: every waiter checks its job once more.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ ENDED_CHANNEL = "steady_queue_ended"
 # The advisory locks of waiters: (WAITING_LOCK, job id modulo LOCK_KEYS), an int4 pair.
 WAITING_LOCK = 0x53515754  # "SQWT"
 LOCK_KEYS = 2_147_483_647
+# Ends in one transaction beyond this many notify ANY_JOB rather than lock each job's key.
+MAX_LOCKS_PER_END = 32
+ANY_JOB = "*"
 # Keepalives let a connection that died silently (a dropped network) fail and reconnect.
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 5}
 # Any queue: sent instead of one notification per queue when a batch spans many queues.
@@ -68,10 +74,14 @@ def jobs_scheduled(due_at: datetime) -> None:
 def jobs_ended(job_ids: Iterable[int]) -> None:
     """Tell the waiters of these jobs that they ended (on commit); no waiter, no NOTIFY."""
     ids = list(job_ids)
-    if ids and is_available():
-        with db.connection().cursor() as cursor:
-            ended = ended_call("ended.id")
-            cursor.execute(f"SELECT {ended} FROM unnest(%s::bigint[]) AS ended(id)", [ids])
+    if not ids or not is_available():
+        return
+    if len(ids) > MAX_LOCKS_PER_END:
+        _send("pg_notify(%s, %s)", [ENDED_CHANNEL, ANY_JOB])
+        return
+    with db.connection().cursor() as cursor:
+        ended = ended_call("ended.id")
+        cursor.execute(f"SELECT {ended} FROM unnest(%s::bigint[]) AS ended(id)", [ids])
 
 
 def ended_call(job_id: str) -> str:
