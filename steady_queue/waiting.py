@@ -11,6 +11,7 @@ it polls: after 10 ms, then twice as long each time, up to 0.5 s.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 
@@ -41,12 +42,7 @@ def wait(
     job is gone (discarded, or a success deleted as ``preserve_finished_jobs = False``
     has it). Call it outside a transaction: one that keeps its snapshot never sees the end.
     """
-    owner, result_id = _backend_of(result, backend), str(getattr(result, "id", result))
-    deadline = None if timeout is None else time.monotonic() + timeout
-    with db.using_alias(owner.database), _wake_ups(_job_id(result_id)) as wake_ups:
-        while not (fresh := owner.get_result(result_id)).is_finished:
-            wake_ups.sleep(_time_left(deadline, result_id))
-        return fresh
+    return _wait(result, timeout, backend, abandoned=threading.Event())
 
 
 async def await_result(
@@ -56,7 +52,12 @@ async def await_result(
     backend: str = DEFAULT_TASK_BACKEND_ALIAS,
 ) -> TaskResult:
     """Await ``result``'s end as ``wait`` does, in a thread: the event loop runs on."""
-    return await sync_to_async(_wait_in_thread, thread_sensitive=False)(result, timeout, backend)
+    abandoned = threading.Event()
+    waiting = sync_to_async(_wait_in_thread, thread_sensitive=False)
+    try:
+        return await waiting(result, timeout, backend, abandoned)
+    finally:
+        abandoned.set()  # if the await was cancelled, the thread stops at its next wake-up
 
 
 class Polling:
@@ -122,6 +123,18 @@ def _wake_ups(job_id: int) -> Iterator[Polling | Listening]:
         listening.close()
 
 
+def _wait(
+    result: TaskResult | str, timeout: float | None, backend: str, abandoned: threading.Event
+) -> TaskResult:
+    owner, result_id = _backend_of(result, backend), str(getattr(result, "id", result))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with db.using_alias(owner.database), _wake_ups(_job_id(result_id)) as wake_ups:
+        # Abandoned (a cancelled await_result), what it returns goes nowhere.
+        while not (fresh := owner.get_result(result_id)).is_finished and not abandoned.is_set():
+            wake_ups.sleep(_time_left(deadline, result_id))
+        return fresh
+
+
 def _backend_of(result: TaskResult | str, alias: str) -> SteadyQueueBackend:
     owner = task_backends[getattr(result, "backend", alias)]
     if not isinstance(owner, SteadyQueueBackend):
@@ -145,8 +158,10 @@ def _time_left(deadline: float | None, result_id: str) -> float | None:
     return left
 
 
-def _wait_in_thread(result: TaskResult | str, timeout: float | None, backend: str) -> TaskResult:
+def _wait_in_thread(
+    result: TaskResult | str, timeout: float | None, backend: str, abandoned: threading.Event
+) -> TaskResult:
     try:
-        return wait(result, timeout, backend=backend)
+        return _wait(result, timeout, backend, abandoned)
     finally:
         close_old_connections()  # this thread's, as at the end of a request

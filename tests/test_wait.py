@@ -205,7 +205,7 @@ def test_the_event_loop_runs_on_while_a_result_is_awaited():
 
     async def end_the_job_once_awaited() -> None:
         if LISTENING:
-            while await sync_to_async(waiters, thread_sensitive=False)() == 0:
+            while await sync_to_async(_run_and_close, thread_sensitive=False)(waiters) == 0:
                 await asyncio.sleep(0.01)  # the loop's own turn: it runs while awaiting
         await sync_to_async(_run_and_close, thread_sensitive=False)()
 
@@ -224,6 +224,28 @@ def test_await_result_raises_timeout_error():
 
     with pytest.raises(TimeoutError):
         asyncio.run(steady_queue.await_result(result, timeout=0.05))
+
+
+def test_a_cancelled_await_stops_waiting(monkeypatch):
+    monkeypatch.setattr(waiting, "LISTENING_POLL", 0.05)
+    result = tasks.add.enqueue(5, 6)
+    stopped = threading.Event()
+    original = waiting._wait_in_thread
+
+    def watched(*args):
+        try:
+            return original(*args)
+        finally:
+            stopped.set()
+
+    monkeypatch.setattr(waiting, "_wait_in_thread", watched)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(asyncio.wait_for(steady_queue.await_result(result), timeout=0.2))
+
+    assert stopped.wait(10)
+    if LISTENING:
+        assert waiters() == 0
 
 
 @only_postgres
@@ -278,8 +300,8 @@ def meanwhile_unlocked(action: Callable[[], object]) -> Iterator[None]:
         thread.join(30)
 
 
-def _run_and_close(action: Callable[[], object] = run_ready_jobs) -> None:
+def _run_and_close(action: Callable[[], object] = run_ready_jobs) -> object:
     try:
-        action()
+        return action()
     finally:
         connections.close_all()
