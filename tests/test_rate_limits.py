@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -312,3 +313,42 @@ def test_maintenance_gives_a_turn_to_jobs_waiting_without_one():
     assert bucket.next_release_at <= timezone.now()
     assert repair_forgotten() == 0
     assert release_throttled() == 2  # the window lost its starts: room for all
+
+
+def test_a_release_gives_the_windows_next_turn_not_an_immediate_poll():
+    for n in range(8):
+        tasks.three_a_minute.enqueue(n)
+    run_ready_jobs()
+    age_window(tasks.three_a_minute, WHOLE_TASK, timedelta(minutes=2))
+
+    released, next_turn = ThrottledExecution.release_due(500)
+
+    assert released == 3
+    assert next_turn == RateLimitBucket.objects.get().next_release_at
+    assert next_turn > timezone.now() + timedelta(seconds=55)
+
+
+def test_a_release_waits_for_an_admission_holding_the_window_rather_than_skip_it():
+    for n in range(5):
+        tasks.three_a_minute.enqueue(n)
+    run_ready_jobs()
+    age_window(tasks.three_a_minute, WHOLE_TASK, timedelta(minutes=2))
+    locked, done = threading.Event(), threading.Event()
+
+    def hold_the_window() -> None:  # as a worker admitting a run would, briefly
+        try:
+            with transaction.atomic():
+                RateLimitBucket.objects.select_for_update().get()
+                locked.set()
+                done.wait(timeout=0.3)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_window)
+    holder.start()
+    assert locked.wait(timeout=10)
+    try:
+        assert ThrottledExecution.release_due(500)[0] == 2
+    finally:
+        done.set()
+        holder.join()

@@ -73,25 +73,32 @@ class ThrottledExecution(Execution):
             turns.order_by("next_release_at").values_list("key", "next_release_at")[:batch_size]
         )
         now = timezone.now()
-        released = sum(cls.release(key, batch_size) for key, at in upcoming if at <= now)
-        later = [at for _, at in upcoming if at > now]
-        if released or len(later) < len(upcoming):
-            return released, now  # windows were due: look again at once
-        return released, min(later, default=None)
+        done = [cls._release(key, batch_size) for key, at in upcoming if at <= now]
+        if len(upcoming) == batch_size and upcoming[-1][1] <= now:
+            return sum(count for count, _ in done), now  # more may be due: at once
+        turns = [at for _, at in upcoming if at > now] + [at for _, at in done if at]
+        return sum(count for count, _ in done), min(turns, default=None)
 
     @classmethod
     def release(cls, bucket_key: str, batch_size: int = 500) -> int:
         """Make ready as many jobs waiting on ``bucket_key`` as its window has room for."""
+        return cls._release(bucket_key, batch_size)[0]
+
+    @classmethod
+    def _release(cls, bucket_key: str, batch_size: int) -> tuple[int, datetime | None]:
+        """How many jobs became ready, and the window's next turn (None: none wait)."""
         from .job import Job
 
-        def release() -> int:
+        def release() -> tuple[int, datetime | None]:
             with db.atomic():
                 due = RateLimitBucket.objects.filter(
                     key=bucket_key, next_release_at__lte=timezone.now()
                 )
-                bucket = due.locked().first()
+                # Waits for a worker admitting a run of it (a few statements): skipping
+                # the locked row would have the dispatcher poll again and again meanwhile.
+                bucket = due.locked(skip_locked=False).first()
                 if bucket is None:
-                    return 0  # another dispatcher has it, or it is not due any more
+                    return 0, None  # another dispatcher released it: not due any more
                 window = bucket.window(timezone.now())
                 room = min(window.room(), batch_size)
                 waiting = cls.objects.filter(bucket_key=bucket_key).order_by("-priority", "job")
@@ -103,7 +110,7 @@ class ThrottledExecution(Execution):
                 if chosen:
                     cls.objects.filter(job_id__in=chosen).delete()
                     Job.dispatch_admitted(list(Job.objects.filter(pk__in=chosen).order_by("pk")))
-                return len(chosen)
+                return len(chosen), bucket.next_release_at
 
         return db.retry_deadlocks(release)
 
