@@ -2,6 +2,7 @@
 
 ``W2x5`` is two worker processes of five threads each, polling all queues (every
 0.1 s, the default; ``W2x5p10`` every 10 s); no dispatcher (no job is scheduled).
+``W2x3d`` adds one dispatcher with its defaults (what releases throttled jobs).
 """
 
 from __future__ import annotations
@@ -10,18 +11,19 @@ import re
 
 from steady_queue.configuration import Configuration
 
-NAME = re.compile(r"W(\d+)x(\d+)(?:p(\d+))?")
+NAME = re.compile(r"W(\d+)x(\d+)(?:p(\d+))?(d)?")
 
 
 def __getattr__(name: str) -> Configuration.Options:
     match = NAME.fullmatch(name)
     if match is None:
         raise AttributeError(name)
-    processes, threads, polling = match.groups()
+    processes, threads, polling, dispatcher = match.groups()
     worker = Configuration.Worker(
         queues=["*"],
         threads=int(threads),
         processes=int(processes),
         polling_interval=float(polling or 0.1),
     )
-    return Configuration.Options(workers=[worker], dispatchers=[])
+    dispatchers = [Configuration.Dispatcher()] if dispatcher else []
+    return Configuration.Options(workers=[worker], dispatchers=dispatchers)

@@ -65,7 +65,9 @@ def truncate(*, keep_jobs: bool = False) -> None:
         for model in models:
             table = connection.ops.quote_name(model._meta.db_table)
             if connection.vendor == "sqlite":
+                cursor.execute("PRAGMA foreign_keys = OFF")
                 cursor.execute(f"DELETE FROM {table}")
+                cursor.execute("PRAGMA foreign_keys = ON")
             elif connection.vendor == "mysql":
                 cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
                 cursor.execute(f"TRUNCATE TABLE {table}")

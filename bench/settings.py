@@ -59,6 +59,12 @@ if DB == "postgres" and (PGBOUNCER_PORT := os.environ.get("SQ_BENCH_PGBOUNCER_PO
     }
     steady_queue.listen_database = "direct"
 
+# bench/throttled.py: the processes it starts count their statements (bench/statements.py).
+if COUNT_PORT := os.environ.get("SQ_BENCH_COUNT_PORT"):
+    from bench import statements
+
+    statements.send_to(int(COUNT_PORT))
+
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
