@@ -39,6 +39,16 @@ def mark(job_id: int) -> None:
         _known[job_id] = (time.monotonic(), True)
 
 
+def forget(job_id: int) -> None:
+    """Start a run of ``job_id`` knowing nothing of an earlier one's cancellation.
+
+    Keys are job ids: another queue database's job of the same id, or a check made
+    outside any run, must not make this run end as cancelled.
+    """
+    with _lock:
+        _known.pop(job_id, None)
+
+
 def seen(job_id: int) -> bool:
     """Whether the run of ``job_id`` learnt it was cancelled; forgets the job."""
     with _lock:

@@ -17,6 +17,9 @@ import logging
 import threading
 
 from asgiref.sync import async_to_sync
+from django.utils import timezone
+
+import steady_queue
 
 from . import cancellation, deadlines, storage, timeouts, tracing
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
@@ -55,6 +58,10 @@ def _run(
     claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: tracing.Run
 ) -> tuple[TaskResult | None, storage.Finished]:
     job, task, store = claimed.job, None, storage.for_alias()
+    cancellation.forget(job.pk)
+    if _lost_while_waiting(claimed):
+        run.ended("lost")
+        return None, storage.Finished(False)
     try:
         task = task_for(job)
         if (room_at := job.admit_run()) is not None:
@@ -91,6 +98,23 @@ def _run(
     finished = store.finish(claimed, Success(return_value), then_claim=then_claim)
     run.ended("succeeded" if finished.recorded else "lost")
     return (_finished(job, task) if finished.recorded else None), finished
+
+
+def _lost_while_waiting(claimed: ClaimedExecution) -> bool:
+    """Whether a claim that waited long to start was taken from its process meanwhile.
+
+    A worker process stopped (SIGSTOP, a VM paused) between its claim and the run's
+    start for longer than the alive threshold is pruned and its jobs failed; resumed, it
+    must not run them after all. Only a claim older than half the threshold costs the
+    query that asks; the others cannot have been pruned yet.
+    """
+    if claimed.process_id is None:
+        return False  # an in-process run: nothing prunes it
+    waited = timezone.now() - claimed.created_at
+    if waited < steady_queue.process_alive_threshold / 2:
+        return False
+    mine = ClaimedExecution.objects.filter(job_id=claimed.job_id, process_id=claimed.process_id)
+    return not mine.exists()
 
 
 def _end_cancelled(

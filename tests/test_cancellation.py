@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from steady_queue import cancellation
 from steady_queue.compat import TaskResultStatus
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import (
@@ -139,3 +140,13 @@ def test_a_cancelled_claim_given_back_ends_cancelled_instead_of_running_again():
 
     assert not ReadyExecution.objects.exists()
     assert error_of(result) == CANCELLED
+
+
+def test_a_run_ignores_what_was_known_of_another_job_of_the_same_id():
+    # As a job of another queue database with the same id, or a check made outside a run.
+    done = tasks.noop.enqueue()
+    cancellation.mark(int(done.id))
+
+    run_ready_jobs()
+
+    assert Job.objects.get(pk=done.id).state == "finished"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 
 import pytest
 
@@ -10,7 +11,7 @@ import steady_queue
 from steady_queue import storage
 from steady_queue.backend import SteadyQueueBackend
 from steady_queue.compat import TaskResultStatus, task_finished, task_started
-from steady_queue.models import ClaimedExecution, FailedExecution, Job, ReadyExecution
+from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
 from steady_queue.perform import perform
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
@@ -164,3 +165,32 @@ def test_run_ready_jobs_can_include_scheduled_jobs():
 
     (result,) = run_ready_jobs(include_scheduled=True)
     assert result.id == later.id
+
+
+def test_a_claim_taken_from_its_process_while_it_waited_to_start_is_not_run():
+    # A worker stopped between its claim and the run's start, past the alive threshold:
+    # pruned meanwhile, its claim failed; resumed, it must not run the job after all.
+    process = Process.objects.create(kind="Worker", name="frozen-worker", pid=1)
+    result = tasks.echo.enqueue("must not run")
+    claimed = storage.for_alias().claim(["*"], 1, process)[0]
+    claimed.created_at -= steady_queue.process_alive_threshold / 2 + timedelta(seconds=1)
+    job = claimed.job
+    ClaimedExecution.objects.filter(job_id=job.pk).delete()  # what the prune did
+    job.fail({"exception_class": "ProcessPrunedError", "message": "pruned", "traceback": ""})
+    tasks.CALLS.clear()
+
+    assert perform(claimed) is None
+
+    assert tasks.CALLS == []
+    assert FailedExecution.objects.filter(job_id=result.id).exists()
+
+
+def test_a_claim_that_waited_long_but_is_still_held_runs():
+    process = Process.objects.create(kind="Worker", name="slow-worker", pid=1)
+    tasks.echo.enqueue("runs")
+    claimed = storage.for_alias().claim(["*"], 1, process)[0]
+    claimed.created_at -= steady_queue.process_alive_threshold / 2 + timedelta(seconds=1)
+    tasks.CALLS.clear()
+
+    assert perform(claimed).status.name == "SUCCESSFUL"
+    assert tasks.CALLS == [(("runs",), {})]
