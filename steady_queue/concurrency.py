@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from django.db import models
-
 import steady_queue
 
 from .compat import Task
-from .task_options import TaskOptions
+from .task_options import TaskOptions, key_text
 
 # Task module path -> its limit; filled when the task's module is imported.
 _registry: TaskOptions[ConcurrencyLimit] = TaskOptions()
@@ -33,7 +31,7 @@ class ConcurrencyLimit:
     def key_for(self, args: list | tuple, kwargs: dict) -> str:
         """Return the full semaphore key for a call: ``group/key``."""
         value = self.key(*args, **kwargs) if callable(self.key) else self.key
-        return f"{self.group}/{_key_part(value)}"
+        return f"{self.group}/{key_text(value)}"
 
 
 def limits_concurrency(
@@ -80,10 +78,3 @@ def run_maintenance(batch_size: int = 500) -> int:
 
     Semaphore.expire_in_batches(batch_size)
     return BlockedExecution.unblock(batch_size)
-
-
-def _key_part(value: Any) -> str:
-    # A model instance keys by identity, not by its (changeable) __str__.
-    if isinstance(value, models.Model):
-        return f"{value._meta.label_lower}:{value.pk}"
-    return str(value)

@@ -22,11 +22,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import models
-
 from .compat import Task
 from .exceptions import RateLimitKeyError
-from .task_options import TaskOptions
+from .task_options import TaskOptions, key_text
 
 # Task module path -> its limit; filled when the task's module is imported.
 _registry: TaskOptions[RateLimit] = TaskOptions()
@@ -73,12 +71,7 @@ class RateLimit:
             raise RateLimitKeyError(
                 f"Could not compute the rate limit key of task {task.module_path}: {exc!r}"
             ) from exc
-        # A model instance keys by identity, not by its (changeable) __str__.
-        text = (
-            f"{value._meta.label_lower}:{value.pk}"
-            if isinstance(value, models.Model)
-            else str(value)
-        )
+        text = key_text(value)
         if len(text) <= READABLE_LENGTH:
             return text
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

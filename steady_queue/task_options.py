@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from contextlib import suppress
+from typing import Any
 
+from django.db import models
 from django.utils.module_loading import import_string
 
 from .compat import Task
@@ -32,6 +34,17 @@ class TaskOptions[T]:
 
     def values(self) -> list[T]:
         return list(self._options.values())
+
+
+def key_text(value: Any) -> str:
+    """The text of what a key function returned (a concurrency, unique or rate limit key).
+
+    A model instance keys by identity (its model and primary key), not by its
+    changeable ``__str__``.
+    """
+    if isinstance(value, models.Model):
+        return f"{value._meta.label_lower}:{value.pk}"
+    return str(value)
 
 
 def _import_task(task_path: str) -> None:

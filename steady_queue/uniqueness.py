@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import models
-
 from . import arguments
 from .compat import Task
 from .exceptions import UniqueKeyError
-from .task_options import TaskOptions
+from .task_options import TaskOptions, key_text
 
 # Task module path -> its declaration; filled when the task's module is imported.
 _registry: TaskOptions[Unique] = TaskOptions()
@@ -67,11 +65,7 @@ class Unique:
         return text if len(text) <= READABLE_LENGTH else _digest(text)
 
     def _custom_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
-        value = self.key(*args, **kwargs)
-        # A model instance keys by identity, not by its (changeable) __str__.
-        if isinstance(value, models.Model):
-            return f"{value._meta.label_lower}:{value.pk}"
-        return str(value)
+        return key_text(self.key(*args, **kwargs))
 
 
 def unique(
