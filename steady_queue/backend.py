@@ -49,10 +49,14 @@ class SteadyQueueBackend(BaseTaskBackend):
         the job holding its key (the same id), and no ``task_enqueued`` is sent for it.
         """
         from . import storage, tracing
+        from .batches import joining
 
         calls = list(calls)
         validated: set[int] = set()  # ids of the Task objects already validated
         jobs = [self._build_job(task, args, kwargs, validated) for task, args, kwargs in calls]
+        if (open_batch := joining(self.database)) is not None:
+            for job in jobs:
+                job.batch_id = open_batch.pk
         with db.using_alias(self.database), tracing.enqueue_span(jobs):
             holders = storage.enqueue(jobs)
         results = self._results(jobs, holders, [task for task, _, _ in calls])

@@ -97,3 +97,21 @@ class RateLimitKeyError(Exception):
 
     The message names the task; the key function's exception is the ``__cause__``.
     """
+
+
+class DependencyFailed(Exception):
+    """A workflow step that never ran: a step it depends on failed for good.
+
+    The step's job ends as FAILED with this exception's class and a message naming
+    the failed step; steps added with ``run_if="finished"`` run instead.
+    """
+
+
+class WorkflowError(ValueError):
+    """A workflow refused at ``Workflow.enqueue()`` (a cycle, an unknown step, a step of
+    another backend...): nothing was written."""
+
+
+class BatchError(ValueError):
+    """A batch refused as it opens (a callback that is no task of this backend...), or a
+    job that cannot join the open batch: nothing was written."""

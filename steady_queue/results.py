@@ -53,7 +53,7 @@ def result_for(
         args=args,
         kwargs=kwargs,
         backend=job.backend,
-        errors=[_error(attempt.error) for attempt in attempts if attempt.error],
+        errors=[_error(attempt.error) for attempt in attempts if attempt.error] or _never_ran(job),
         worker_ids=[attempt.worker_id for attempt in attempts],
     )
     object.__setattr__(result, "_return_value", job.return_value)
@@ -88,6 +88,16 @@ def _finished_at(job: Job) -> datetime | None:
         return job.finished_at
     failed = getattr(job, "failed_execution", None)
     return failed.created_at if failed else None
+
+
+def _never_ran(job: Job) -> list[TaskError]:
+    """The error of a job failed before it ever ran (cancelled, or DependencyFailed)."""
+    if job.attempts or job.status != TaskResultStatus.FAILED:
+        return []
+    failed = getattr(job, "failed_execution", None)
+    if failed is None:  # discarded meanwhile
+        return []
+    return [TaskError(exception_class_path=failed.exception_class, traceback=failed.backtrace)]
 
 
 def _error(error: dict) -> TaskError:

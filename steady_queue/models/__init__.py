@@ -1,3 +1,4 @@
+from .batch import Batch
 from .execution import (
     BlockedExecution,
     ClaimedExecution,
@@ -15,8 +16,11 @@ from .semaphore import Semaphore
 from .task_rollup import TaskRollup
 from .throttled_execution import ThrottledExecution
 from .unique_lock import UniqueLock
+from .waiting_execution import WaitingExecution
+from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
 
 __all__ = [
+    "Batch",
     "BlockedExecution",
     "ClaimedExecution",
     "FailedExecution",
@@ -34,4 +38,8 @@ __all__ = [
     "TaskRollup",
     "ThrottledExecution",
     "UniqueLock",
+    "WaitingExecution",
+    "WorkflowDependency",
+    "WorkflowRun",
+    "WorkflowStep",
 ]

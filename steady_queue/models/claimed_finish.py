@@ -78,14 +78,19 @@ class Success(Outcome):
     def hands_nothing_on(self, claimed: ClaimedExecution) -> bool:
         """Whether storing this success is only "delete the claim, mark the job finished".
 
-        True for a kept job with no concurrency slot to hand on and no unique key to give
-        back: what a storage may write in one statement (``record(..., write=...)``).
+        True for a kept job with no concurrency slot to hand on, no unique key to give
+        back and no batch or workflow to tell: what a storage may write in one statement
+        (``record(..., write=...)``).
         """
         job = claimed.job
-        return steady_queue.preserve_finished_jobs and not (job.concurrency_key or job.unique_key)
+        in_group = job.batch_id is not None or job.workflow_run_id is not None
+        return steady_queue.preserve_finished_jobs and not (
+            job.concurrency_key or job.unique_key or in_group
+        )
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
         from .job import Job
+        from .job_groups import job_ended
 
         job, jobs = claimed.job, Job.objects
         job.release_unique_lock()
@@ -98,6 +103,7 @@ class Success(Outcome):
             )
         else:
             jobs.filter(pk=job.pk).delete()
+        job_ended(job, succeeded=True, return_value=self.return_value)
         jobs_ended.send(Success, job_ids=[job.pk])
         return "succeeded"
 

@@ -54,6 +54,25 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     rate_limit_key = models.CharField(
         _("rate limit key"), max_length=255, blank=True, default="", db_default=""
     )
+    # The batch (steady_queue.batches) and workflow run (steady_queue.workflows) the job
+    # belongs to. No database constraint: a job's end counts in its group, and deleting
+    # either row never waits on the other.
+    batch = models.ForeignKey(
+        "steady_queue.Batch",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="jobs",
+    )
+    workflow_run = models.ForeignKey(
+        "steady_queue.WorkflowRun",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="jobs",
+    )
     return_value = models.JSONField(_("return value"), null=True, blank=True)
     # One entry per finished attempt: worker_id, started_at, finished_at, error.
     attempts = models.JSONField(_("attempts"), default=list, blank=True)

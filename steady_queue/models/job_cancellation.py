@@ -24,6 +24,7 @@ NOT_STARTED = (
     "scheduled_execution",
     "blocked_execution",
     "throttled_execution",
+    "waiting_execution",
 )
 MESSAGE = "cancelled"
 
@@ -78,6 +79,7 @@ def cancellation_error() -> dict[str, str]:
 
 def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.QuerySet) -> None:
     from .execution import FailedExecution
+    from .job_groups import jobs_failed
     from .unique_lock import UniqueLock
 
     count_cancelled(jobs)
@@ -96,4 +98,5 @@ def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.Qu
         )
         for job_id in ids
     )
+    jobs_failed(ids)
     jobs_ended.send(execution_model, job_ids=ids)

@@ -46,6 +46,8 @@ def _delete_jobs(job_model: type[models.Model], ids: list[int]) -> None:
     """
     alias = db.alias()
     for relation in job_model._meta.related_objects:
+        if relation.on_delete is models.DO_NOTHING:
+            continue  # a workflow step outlives its job, for its dependents and the graph
         related = relation.related_model._base_manager.using(alias)
         related.filter(**{f"{relation.field.name}__in": ids}).delete()
     connection = db.connection()

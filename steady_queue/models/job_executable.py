@@ -119,5 +119,6 @@ EXECUTION_RELATIONS = (
     "scheduled_execution",
     "blocked_execution",
     "throttled_execution",
+    "waiting_execution",
     "failed_execution",
 )

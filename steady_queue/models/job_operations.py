@@ -18,6 +18,7 @@ DISCARDABLE = (
     "scheduled_execution",
     "blocked_execution",
     "throttled_execution",
+    "waiting_execution",
     "failed_execution",
 )
 
@@ -125,9 +126,11 @@ def in_batches(executions: models.QuerySet, batch_size: int, end: Callable) -> i
 
 def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.QuerySet) -> None:
     from .execution import FailedExecution
+    from .job_groups import jobs_failed
 
     if execution_model is not FailedExecution:  # a failed job was counted as failed
         count_cancelled(jobs)
+        jobs_failed(ids)
     _delete_jobs(execution_model, ids)
 
 

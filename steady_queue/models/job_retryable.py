@@ -32,6 +32,7 @@ class Retryable:
     def fail(self, error: dict) -> None:
         """Fail this job for good (until an operator retries it); its unique key is free."""
         from .execution import FailedExecution
+        from .job_groups import job_ended
 
         self.release_unique_lock()
         self._state.fields_cache["failed_execution"] = FailedExecution.objects.create(
@@ -40,6 +41,7 @@ class Retryable:
             message=error["message"],
             backtrace=error["traceback"],
         )
+        job_ended(self, succeeded=False)
         jobs_ended.send(type(self), job_ids=[self.pk])
 
     def reschedule(self, run_at: datetime) -> None:
@@ -75,6 +77,7 @@ class RetryableQuerySet(models.QuerySet):
 
 def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
     from .job import Job
+    from .job_groups import jobs_reopened
     from .unique_lock import UniqueLock
 
     with db.atomic():
@@ -83,7 +86,7 @@ def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
             return 0
         failed.model.objects.filter(job_id__in=ids).delete()
         jobs = list(Job.objects.filter(pk__in=ids))
-        Job.prepare_all_for_execution(jobs)
+        Job.prepare_all_for_execution(jobs_reopened(jobs))
         # A newer duplicate may hold the key by now: the job runs all the same, without it.
         UniqueLock.retake_all(jobs)
     return len(ids)

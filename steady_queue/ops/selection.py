@@ -17,6 +17,7 @@ STATUSES: dict[str, tuple[str | None, str]] = {
     "in-progress": ("claimed_execution", "claimed_execution__created_at"),
     "blocked": ("blocked_execution", "created_at"),
     "throttled": ("throttled_execution", "throttled_execution__created_at"),
+    "waiting": ("waiting_execution", "waiting_execution__created_at"),
     "failed": ("failed_execution", "failed_execution__created_at"),
     "finished": (None, "finished_at"),
 }

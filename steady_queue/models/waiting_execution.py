@@ -1,0 +1,61 @@
+"""Workflow steps waiting for the steps they depend on: ``WaitingExecution``.
+
+Out of the ready table, like throttled and blocked jobs: no worker looks at them. A
+step leaves it when the last step it waits for ends (``workflow_progress``), for the
+ready table (or scheduled, throttled, blocked, as any job becoming due), or for the
+failed table with ``DependencyFailed`` when one of them failed for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.db import models
+
+from ..compat import TaskResultStatus
+from .execution import Execution
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+class WaitingExecution(Execution):
+    """A workflow step whose upstream steps have not all ended yet."""
+
+    state_name = "waiting"
+    task_status = TaskResultStatus.READY
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="waiting_execution",
+    )
+    queue_name = models.CharField(max_length=255)
+    priority = models.SmallIntegerField(default=0)
+
+    class Meta:
+        db_table = "steady_queue_waiting_executions"
+
+    @classmethod
+    def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
+        rows = [cls(job=job, queue_name=job.queue_name, priority=job.priority) for job in jobs]
+        if rows:
+            cls.objects.bulk_create(rows)
+
+    @classmethod
+    def take(cls, job_ids: Iterable[int]) -> list[int]:
+        """Delete the waiting rows of ``job_ids`` still here; return whose (in this transaction).
+
+        A blocking lock, in id order: two steps' ends racing for one dependent both see
+        it, one after the other, and only the first finds it still waiting.
+        """
+        ids = sorted(set(job_ids))
+        if not ids:
+            return []
+        rows = cls.objects.filter(job_id__in=ids).order_by("job_id").select_for_update()
+        taken = list(rows.values_list("job_id", flat=True))
+        if taken:
+            cls.objects.filter(job_id__in=taken).delete()
+        return taken
