@@ -28,7 +28,7 @@ from . import db
 from .compat import Task, task_backends
 from .exceptions import BatchError
 from .models import Batch, Job
-from .models.batch import CALLBACKS, Progress, callback_spec
+from .models.batch import Progress, callback_spec
 
 __all__ = ["Batch", "BatchError", "Progress", "batch"]
 
@@ -57,6 +57,9 @@ def batch(
     if _open.get() is not None:
         raise BatchError("A batch is already open on this thread: batches do not nest.")
     callbacks = {"on_finish": on_finish, "on_success": on_success, "on_failure": on_failure}
+    for name, task in callbacks.items():
+        if task is not None and not isinstance(task, Task):
+            raise BatchError(f"{name} must be a task (decorated with @task), not {task!r}.")
     alias = backend or next((t.backend for t in callbacks.values() if t is not None), "default")
     database = _queue_database(alias)
     specs = {name: _checked_callback(name, task, alias) for name, task in callbacks.items()}
@@ -106,9 +109,6 @@ def _queue_database(alias: str) -> str | None:
 def _checked_callback(name: str, task: Task | None, alias: str) -> dict | None:
     if task is None:
         return None
-    assert name in CALLBACKS
-    if not isinstance(task, Task):
-        raise BatchError(f"{name} must be a task (decorated with @task), not {task!r}.")
     if task.backend != alias:
         raise BatchError(
             f"{name} task {task.module_path} uses backend {task.backend!r}; "

@@ -49,6 +49,12 @@ class RetryPolicy:
     at_least_once: bool = False
 
     def __post_init__(self) -> None:
+        # Refused here, not when a job fails: a bad delay would otherwise surface as an
+        # outcome that cannot be stored, the first time the task fails.
+        for name in ("base_delay", "min_delay", "max_delay", "max_age"):
+            value = getattr(self, name)
+            if not isinstance(value, timedelta) and not (name == "max_age" and value is None):
+                raise TypeError(f"RetryPolicy({name}=...) must be a timedelta, not {value!r}.")
         if self.attempts < 1:
             raise ValueError("RetryPolicy(attempts=...) must be at least 1.")
         if self.backoff < 1 or not 0 <= self.jitter <= 1:

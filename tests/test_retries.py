@@ -151,3 +151,9 @@ def test_the_policy_is_found_from_the_task_path():
     assert policy_for(tasks.flaky.module_path).attempts == 3
     assert policy_for("tests.tasks.features.tick") is None
     assert policy_for("no.such.module.task") is None
+
+
+@pytest.mark.parametrize("option", ["base_delay", "min_delay", "max_delay", "max_age"])
+def test_a_delay_that_is_no_timedelta_is_refused_when_the_policy_is_declared(option):
+    with pytest.raises(TypeError, match=f"{option}=...\\) must be a timedelta"):
+        RetryPolicy(**{option: 5})

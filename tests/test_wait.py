@@ -122,7 +122,10 @@ def test_returns_a_job_cancelled_before_it_started_as_failed():
     with meanwhile(lambda: Job.objects.get(pk=result.id).cancel()):
         final = steady_queue.wait(result, timeout=20)
 
-    assert final.status == TaskResultStatus.FAILED and final.errors == []  # it never ran
+    assert final.status == TaskResultStatus.FAILED and not final.worker_ids  # it never ran
+    [error] = final.errors  # the failure it ended with, without a traceback
+    assert error.exception_class_path == "steady_queue.exceptions.JobCancelled"
+    assert error.traceback == ""
     failure = Job.objects.get(pk=result.id).failed_execution
     assert failure.exception_class == "steady_queue.exceptions.JobCancelled"
 

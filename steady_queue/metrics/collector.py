@@ -34,6 +34,7 @@ from ..models import (
     ScheduledExecution,
     TaskRollup,
     ThrottledExecution,
+    WaitingExecution,
 )
 from ..models.task_rollup import BUCKETS
 
@@ -66,7 +67,7 @@ class QueueCollector:
 def _job_states(now: datetime) -> Iterator[Metric]:
     jobs = GaugeMetricFamily(
         f"{PREFIX}_jobs",
-        "Jobs by state and queue (ready, scheduled, blocked, running, failed).",
+        "Jobs by state and queue (ready, scheduled, blocked, throttled, waiting, running, failed).",
         labels=["queue", "state"],
     )
     latency = GaugeMetricFamily(
@@ -84,6 +85,7 @@ def _job_states(now: datetime) -> Iterator[Metric]:
         "scheduled": ScheduledExecution.objects.values_list("queue_name"),
         "blocked": BlockedExecution.objects.values_list("queue_name"),
         "throttled": ThrottledExecution.objects.values_list("queue_name"),
+        "waiting": WaitingExecution.objects.values_list("queue_name"),
         "running": ClaimedExecution.objects.values_list("job__queue_name"),
         "failed": FailedExecution.objects.values_list("job__queue_name"),
     }

@@ -16,10 +16,9 @@ and ``on_success`` or ``on_failure``): ``finishes`` counts the finishes.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import models
 from django.db.models import F
@@ -35,8 +34,9 @@ logger = logging.getLogger("steady_queue.batches")
 CALLBACKS = ("on_finish", "on_success", "on_failure")
 
 
-@dataclasses.dataclass(frozen=True)
-class Progress:
+class Progress(NamedTuple):
+    """Where a batch stands: how many jobs, and how many of them succeeded or failed."""
+
     total: int
     succeeded: int
     failed: int

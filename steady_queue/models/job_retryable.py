@@ -69,13 +69,17 @@ class RetryableQuerySet(models.QuerySet):
         from .execution import FailedExecution
 
         failed = FailedExecution.objects.filter(job__in=self.values("pk"))
-        retried = 0
-        while batch := _retry_batch(failed, batch_size):
-            retried += batch
+        retried, after = 0, 0
+        # Onwards by job id: a retried workflow step that fails again at once (its upstream
+        # step is still failed) is not retried a second time by the same call.
+        while batch := _retry_batch(failed.filter(job_id__gt=after), batch_size):
+            count, after = batch
+            retried += count
         return retried
 
 
-def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
+def _retry_batch(failed: models.QuerySet, batch_size: int) -> tuple[int, int] | None:
+    """Retry up to ``batch_size`` failed jobs; return how many, and the last one's id."""
     from .job import Job
     from .job_groups import jobs_reopened
     from .unique_lock import UniqueLock
@@ -83,13 +87,13 @@ def _retry_batch(failed: models.QuerySet, batch_size: int) -> int:
     with db.atomic():
         ids = list(failed.order_by("job_id").locked().values_list("job_id", flat=True)[:batch_size])
         if not ids:
-            return 0
+            return None
         failed.model.objects.filter(job_id__in=ids).delete()
         jobs = list(Job.objects.filter(pk__in=ids))
         Job.prepare_all_for_execution(jobs_reopened(jobs))
         # A newer duplicate may hold the key by now: the job runs all the same, without it.
         UniqueLock.retake_all(jobs)
-    return len(ids)
+    return len(ids), ids[-1]
 
 
 def state_of(job: Job) -> str:

@@ -13,7 +13,16 @@ from tests import tasks
 # Transactional: the fill command ends with VACUUM ANALYZE, which refuses a transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NOTHING_ELSE = {"failed": 0, "scheduled": 0, "ready": 0, "blocked": 0, "throttled": 0, "claimed": 0}
+NOTHING_ELSE = {
+    "failed": 0,
+    "scheduled": 0,
+    "ready": 0,
+    "blocked": 0,
+    "throttled": 0,
+    "claimed": 0,
+    "batches": 0,
+    "workflows": 0,
+}
 
 
 def test_finished_jobs_beyond_the_template_are_copies_with_their_own_ids():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from steady_queue.compat import task
 from steady_queue.retries import retry_policy
 from steady_queue.workflows import upstream_results
@@ -17,7 +19,7 @@ def import_row(row_id: int) -> int:
     return row_id * 10
 
 
-@retry_policy(attempts=2, base_delay=0, jitter=0)
+@retry_policy(attempts=2, base_delay=timedelta(0), jitter=0)
 @task()
 def flaky_row(row_id: int) -> int:
     if row_id in FAILING:
