@@ -17,7 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from steady_queue.backend import enqueue_all
+from steady_queue.batches import batch
 from steady_queue.models import (
+    Batch,
     ClaimedExecution,
     FailedExecution,
     Job,
@@ -25,9 +27,11 @@ from steady_queue.models import (
     RateLimitBucket,
     RecurringTask,
     Semaphore,
+    WorkflowRun,
 )
 from steady_queue.models.queue import Queue
 from steady_queue.testing import run_ready_jobs
+from steady_queue.workflows import Workflow
 
 from . import tasks
 from .models import Customer
@@ -48,14 +52,17 @@ def seed() -> dict[str, int]:
     _enqueue_scheduled()
     _enqueue_blocked()
     _enqueue_throttled()
+    _enqueue_groups()
     return counts()
 
 
 def reset() -> None:
-    """Delete every job (their executions and unique keys go with them), semaphore, pause
-    and rate limit window."""
+    """Delete every job (their executions and unique keys go with them), batch, workflow
+    run, semaphore, pause and rate limit window."""
     with transaction.atomic():
         Job.objects.all().delete()
+        Batch.objects.all().delete()
+        WorkflowRun.objects.all().delete()
         Semaphore.objects.all().delete()
         Pause.objects.all().delete()
         RateLimitBucket.objects.all().delete()
@@ -175,6 +182,21 @@ def _enqueue_throttled() -> None:
     """Two calls a minute per partner: of six calls to one partner, four wait, throttled,
     and start two a minute; the Rate limits page shows the window in use."""
     enqueue_all([(tasks.notify_partner, ["acme-logistics", 1000 + n], {}) for n in range(6)])
+
+
+def _enqueue_groups() -> None:
+    """A batch import with one malformed row (its summary runs once all rows ended), and
+    two nightly workflows: one runs through, one fails at its load and blocks its report."""
+    with batch(on_finish=tasks.summarise_import, description="orders import"):
+        enqueue_all([(tasks.import_order_row, [row], {}) for row in (1, 2, -3, 4, 5)])
+    for name, fail in (("nightly sales", False), ("nightly sales (warehouse down)", True)):
+        day = timezone.now().date().isoformat()
+        wf = Workflow(name)
+        extract = wf.add(tasks.extract_sales, args=(day,))
+        transform = wf.add(tasks.transform_sales, args=(day,), after=[extract])
+        load = wf.add(tasks.load_sales, args=(day,), kwargs={"fail": fail}, after=[transform])
+        wf.add(tasks.email_sales_report, after=[transform, load])
+        wf.enqueue()
 
 
 def _enqueue_invoice(customer: Customer) -> None:

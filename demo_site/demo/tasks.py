@@ -166,3 +166,50 @@ def _submit_to_gateway(card_number: str, amount: Decimal) -> None:
 
 def _raise_declined(last_digits: str, amount: Decimal) -> None:
     raise PaymentDeclined(f"Card ending {last_digits} was declined for {amount}.")
+
+
+@task(queue_name="background")
+def import_order_row(row: int) -> int:
+    """One row of a batch import; a negative row is malformed and fails."""
+    if row < 0:
+        raise ValueError(f"row {row} is malformed")
+    time.sleep(0.2)
+    return row
+
+
+@task()
+def summarise_import(batch_id: int) -> str:
+    """A batch's callback: called with the batch's id once every row has ended."""
+    from steady_queue.batches import Batch
+
+    progress = Batch.objects.get(pk=batch_id).progress
+    return f"{progress.succeeded} rows imported, {progress.failed} failed"
+
+
+@task()
+def extract_sales(day: str) -> dict:
+    return {"day": day, "orders": random.randint(50, 150)}
+
+
+@task(takes_context=True)
+def transform_sales(context, day: str) -> int:
+    from steady_queue.workflows import upstream_results
+
+    return upstream_results(context)["extract_sales"]["orders"] * 3
+
+
+@task(takes_context=True)
+def load_sales(context, day: str, fail: bool = False) -> int:
+    from steady_queue.workflows import upstream_results
+
+    if fail:
+        raise ConnectionError("the warehouse refused the load")
+    return upstream_results(context)["transform_sales"]
+
+
+@task(takes_context=True)
+def email_sales_report(context) -> str:
+    from steady_queue.workflows import upstream_results
+
+    results = upstream_results(context)
+    return f"report: {results['transform_sales']} items, {results['load_sales']} loaded"
