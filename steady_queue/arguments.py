@@ -60,9 +60,11 @@ def _dump(value: Any, path: str) -> Any:
             raise SerializationError(
                 f"Argument {path} of type builtins.float is {value!r}, which JSON cannot store."
             )
-        # PostgreSQL's jsonb prints 1e+16 as 10000000000000000, which loads as an int.
+        # PostgreSQL's jsonb prints 1e+16 as 10000000000000000, which loads as an int,
+        # and -0.0 as 0: both are kept as text.
         exponent = value.is_integer() and "e" in repr(value)
-        return {TAG: "float", "value": repr(value)} if exponent else value
+        negative_zero = value == 0 and math.copysign(1, value) < 0
+        return {TAG: "float", "value": repr(value)} if exponent or negative_zero else value
     if isinstance(value, (list, tuple)):
         return [_dump(item, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict):

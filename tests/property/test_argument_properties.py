@@ -9,7 +9,7 @@ import math
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from steady_queue import arguments
@@ -101,6 +101,7 @@ def test_every_supported_value_round_trips(args, kwargs):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(values, max_size=3), st.dictionaries(text, values, max_size=3))
+@example([-0.0, 1e16], {"zero": -0.0})  # PostgreSQL's jsonb drops the sign of -0.0
 def test_every_supported_value_round_trips_through_the_database(args, kwargs):
     result = tasks.echo.enqueue(*args, **kwargs)
     stored = Job.objects.get(pk=result.id).arguments
