@@ -65,7 +65,9 @@ SORTED_IN_MEMORY_ON_MARIADB = {
 
 def test_list_queries_walk_their_indexes():
     # One test: filling the tables is the expensive part, and a flush follows each test.
-    call_command("steady_queue_dashboard_fill", claimed=20, batch_size=1000, **SIZES)
+    call_command(
+        "steady_queue_dashboard_fill", claimed=20, batch_size=1000, batches=0, workflows=0, **SIZES
+    )
     assert_filled()
     for status, query in EXPECTED:
         plan = explain(page_query(status, query))

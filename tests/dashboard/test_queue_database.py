@@ -111,6 +111,8 @@ def test_the_fill_command_writes_the_queue_alias(queue, settings):
         "blocked": 2,
         "throttled": 2,
         "claimed": 2,
+        "batches": 2,
+        "workflows": 3,
     }
     with captured() as (on_queue, on_default):
         call_command(
