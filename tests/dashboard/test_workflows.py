@@ -400,3 +400,15 @@ def test_a_step_page_costs_one_query_more_than_a_plain_job(
 def test_a_plain_jobs_page_shows_no_workflow(admin_client, jobs):
     html = page(admin_client, "job-detail", jobs.finished.pk)
     assert "<dt>Workflow</dt>" not in html and "<dt>Batch</dt>" not in html
+
+
+def test_a_waiting_steps_page_says_what_it_waits_for_and_offers_cancel_and_discard(admin_client):
+    run = waiting_run()
+
+    html = page(admin_client, "job-detail", run["second"].id)
+
+    assert '<span class="badge state-waiting">Waiting</span>' in html
+    assert "waiting for 1 of them" in html
+    assert "Waiting for upstream steps" in html  # the timeline
+    for action in ("cancel", "discard"):
+        assert f'action="{url(f"job-{action}", run["second"].id)}"' in html
