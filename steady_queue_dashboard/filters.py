@@ -69,6 +69,15 @@ class PriorityFilter(django_filters.NumberFilter):
     field_class = forms.IntegerField
 
 
+class IdFilter(django_filters.NumberFilter):
+    """A row id from a URL: a whole number the 64-bit key holds, else a form error."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, min_value=1, max_value=2**63 - 1, **kwargs)
+
+
 class JobFilter(django_filters.FilterSet):
     """Filter one status list; every field narrows an indexed column or a bounded scan."""
 
@@ -107,6 +116,10 @@ class JobFilter(django_filters.FilterSet):
         validators=[parse_argument_search],
         help_text=_("42 matches a positional argument; account_id=42 a keyword argument."),
     )
+
+    # A batch's or workflow run's jobs, as their pages link to them (indexed foreign keys).
+    batch = IdFilter(label=_("Batch"), field_name="batch_id", widget=forms.HiddenInput)
+    workflow = IdFilter(label=_("Workflow"), field_name="workflow_run_id", widget=forms.HiddenInput)
 
     def __init__(self, data=None, queryset=None, *, listing: Listing, **kwargs):
         self.listing = listing
@@ -181,3 +194,17 @@ class JobFilter(django_filters.FilterSet):
         # Applied by the list within a bounded window (see argument_query), or in full by
         # bulk actions: an unindexed JSON match must never scan millions of rows per page.
         return queryset
+
+
+class BatchFilter(django_filters.FilterSet):
+    """The batches list: by part of the description (a scan of the batches table)."""
+
+    description = django_filters.CharFilter(
+        label=_("Description"), lookup_expr="icontains", max_length=255
+    )
+
+
+class WorkflowRunFilter(django_filters.FilterSet):
+    """The workflow runs list: by part of the workflow's name."""
+
+    name = django_filters.CharFilter(label=_("Name"), lookup_expr="icontains", max_length=255)

@@ -34,6 +34,9 @@ class Listing:
     def select_related(self) -> tuple[str, ...]:
         if self.status == "in-progress":
             return ("claimed_execution", "claimed_execution__process")
+        if self.status == "waiting":
+            # Each row names its workflow run and step: joined, not a query per row.
+            return ("waiting_execution", "workflow_step", "workflow_run")
         return (self.execution,) if self.execution else ()
 
 
@@ -120,6 +123,21 @@ LISTINGS: dict[str, Listing] = {
             row_actions=("cancel", "discard"),
             bulk_actions=("cancel", "discard"),
             empty=_("No job is waiting for room in its rate limit window."),
+        ),
+        Listing(
+            status="waiting",
+            label=_("Waiting"),
+            execution="waiting_execution",
+            # Workflow steps waiting for their upstream steps: by job id, the table's
+            # primary key (no worker polls this table, so it has no other index).
+            ordering=("waiting_execution__job_id",),
+            time_field="created_at",
+            time_label=_("Enqueued"),
+            queue_field="waiting_execution__queue_name",
+            priority_field="waiting_execution__priority",
+            row_actions=("cancel", "discard"),
+            bulk_actions=("cancel", "discard"),
+            empty=_("No workflow step is waiting for the steps it depends on."),
         ),
         Listing(
             status="failed",

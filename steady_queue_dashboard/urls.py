@@ -10,6 +10,7 @@ from django.urls import path, register_converter
 from .listings import LISTINGS
 from .views import (
     audit_log,
+    batches,
     concurrency,
     errors,
     job_actions,
@@ -20,6 +21,7 @@ from .views import (
     rate_limits,
     recurring,
     tasks,
+    workflows,
 )
 
 
@@ -81,6 +83,10 @@ urlpatterns = [
     path("concurrency/", concurrency.concurrency, name="concurrency"),
     path("rate-limits/", rate_limits.rate_limits, name="rate-limits"),
     path("tasks/", tasks.task_list, name="tasks"),
+    path("batches/", batches.batch_list, name="batch-list"),
+    path("batches/<sq_job:pk>/", batches.batch_detail, name="batch-detail"),
+    path("workflows/", workflows.workflow_list, name="workflow-list"),
+    path("workflows/<sq_job:pk>/", workflows.workflow_detail, name="workflow-detail"),
     path("audit/", audit_log.audit_log, name="audit-log"),
     path("errors/", errors.error_group_list, name="error-groups"),
     path("errors/<slug:key>/<slug:action>/", errors.error_group_action, name="error-group-action"),

@@ -130,6 +130,10 @@ def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.Q
 
     if execution_model is not FailedExecution:  # a failed job was counted as failed
         count_cancelled(jobs)
+        # Their rows go first: a waiting workflow step discarded with a step it depends on
+        # is no longer waiting, so that failure does not fail it (DependencyFailed) with a
+        # row that would outlive its deleted job.
+        execution_model.objects.filter(job_id__in=ids).delete()
         jobs_failed(ids)
     _delete_jobs(execution_model, ids)
 

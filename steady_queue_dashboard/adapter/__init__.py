@@ -7,6 +7,7 @@ modules split it by subject; import from the package itself.
 """
 
 from .actions import Outcome, act_on_job, act_on_jobs
+from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
 from .concurrency import ConcurrencyKey, concurrency_keys, release_next_blocked
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_queries import (
@@ -42,11 +43,26 @@ from .recurring import (
 )
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
+from .workflows import (
+    STEP_STATES,
+    RunRow,
+    RunSteps,
+    StepLinks,
+    find_run,
+    run_rows,
+    run_steps,
+    step_links,
+    workflow_runs,
+)
+from .workflows import by_state as steps_by_state
 
 __all__ = [
     "DEFAULT_WINDOW",
+    "STEP_STATES",
     "WINDOWS",
     "Attempt",
+    "BatchRow",
+    "Callback",
     "ConcurrencyKey",
     "Event",
     "Health",
@@ -56,6 +72,9 @@ __all__ = [
     "Queue",
     "RateLimitWindow",
     "RateLimitWindows",
+    "RunRow",
+    "RunSteps",
+    "StepLinks",
     "Tally",
     "TaskStats",
     "Uniqueness",
@@ -65,13 +84,18 @@ __all__ = [
     "argument_query",
     "arguments_preview",
     "attempts",
+    "batch_jobs",
+    "batch_rows",
+    "batches",
     "capped_count",
     "concurrency_keys",
     "display_arguments",
     "display_value",
     "failed_jobs_by_ids",
+    "find_batch",
     "find_job",
     "find_recurring_task",
+    "find_run",
     "jobs",
     "listing_for",
     "pause_queue",
@@ -88,11 +112,16 @@ __all__ = [
     "release_next_blocked",
     "resume_queue",
     "run_recurring_task",
+    "run_rows",
+    "run_steps",
     "run_time",
     "set_recurring_enabled",
     "status_counts",
+    "step_links",
+    "steps_by_state",
     "task_stats",
     "timeline",
     "uniqueness_of",
     "window_keys",
+    "workflow_runs",
 ]

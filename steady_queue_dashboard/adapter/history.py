@@ -73,6 +73,7 @@ def timeline(job: Job) -> list[Event]:
         "ReadyExecution": _("Ready"),
         "BlockedExecution": _("Blocked"),
         "ThrottledExecution": _("Throttled"),
+        "WaitingExecution": _("Waiting for upstream steps"),
     }
     if type(execution).__name__ in waiting:
         events.append(Event(execution.created_at, waiting[type(execution).__name__]))

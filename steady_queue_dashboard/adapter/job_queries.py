@@ -21,6 +21,7 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
     ThrottledExecution,
+    WaitingExecution,
 )
 
 from .. import masking
@@ -71,9 +72,12 @@ def failed_jobs_by_ids(ids: list[int]) -> QuerySet:
 
 
 def find_job(pk: int) -> Job | None:
-    """Return the job with every execution, process, recurring run and unique lock loaded."""
+    """Return the job with every execution, process, recurring run, unique lock, batch and
+    workflow step loaded."""
     queryset = Job.objects.with_execution()
-    related = queryset.select_related("recurring_execution", "unique_lock")
+    related = queryset.select_related(
+        "recurring_execution", "unique_lock", "batch", "workflow_run", "workflow_step"
+    )
     return related.filter(pk=pk).first()
 
 
@@ -86,6 +90,7 @@ def status_counts() -> dict[str, Tally]:
         "in-progress": capped_count(ClaimedExecution.objects.all()),
         "blocked": capped_count(BlockedExecution.objects.all()),
         "throttled": capped_count(ThrottledExecution.objects.all()),
+        "waiting": capped_count(WaitingExecution.objects.all()),
         "failed": capped_count(FailedExecution.objects.all()),
         "finished": capped_count(queryset.filter(finished_at__isnull=False)),
     }

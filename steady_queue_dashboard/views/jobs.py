@@ -50,6 +50,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "timeline": adapter.timeline(job),
             "uniqueness": adapter.uniqueness_of(job),
             "rate_limit": adapter.rate_limit_of(job),
+            "workflow_step": adapter.step_links(job),
             "attempts": attempts,
             "open_error": failures[-1] if failures and job.finished_at is None else None,
             "live": job.finished_at is None and job.state != "failed",

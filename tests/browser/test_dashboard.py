@@ -243,3 +243,35 @@ def seed_a_busy_hour() -> None:
         static=False,
         enabled=False,
     )
+
+
+def test_follow_a_failed_workflow_step_from_its_graph_and_retry_it(open_dashboard, screenshots):
+    from steady_queue.workflows import Workflow
+    from tests.tasks import groups
+
+    wf = Workflow("nightly report")
+    extract = wf.add(groups.step, args=(1,), name="extract")
+    transforms = [
+        wf.add(groups.explode if n == 2 else groups.step, args=(n,), after=[extract])
+        for n in range(1, 4)
+    ]
+    load = wf.add(groups.step, after=transforms, name="load")
+    wf.add(groups.step, after=[load], name="report")
+    wf.add(groups.step, after=[extract], name="audit", run_if="finished")
+    run = wf.enqueue()
+    run_ready_jobs()
+
+    page = open_dashboard(f"/jobs/workflows/{run.id}/")
+    expect(page.locator(".workflow-failures")).to_contain_text("blocked: load, report")
+    expect(page.locator("svg a.node.state-dependency-failed")).to_have_count(2)
+    page.screenshot(path=screenshots / "workflow-light.png", full_page=True)
+    page.locator("svg a.node.state-failed").click()
+    expect(page.locator(".page-head .badge")).to_have_text("Failed")
+    expect(page.locator(".step-downstream")).to_contain_text("load")
+    page.get_by_role("button", name="Retry").click()
+    expect(page.locator("#sq-messages")).to_contain_text("will run again")
+    page.goto(page.url.split("/jobs/")[0] + f"/jobs/workflows/{run.id}/")
+    expect(page.locator("svg a.node.state-waiting")).to_have_count(2)
+    expect(page.locator(".workflow-failures")).to_have_count(0)
+    dark = open_dashboard(f"/jobs/workflows/{run.id}/", color_scheme="dark")
+    dark.screenshot(path=screenshots / "workflow-dark.png", full_page=True)

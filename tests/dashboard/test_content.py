@@ -24,7 +24,7 @@ def get(client, name: str, *args, query: str = "") -> str:
 
 def test_overview_counts_each_status_and_draws_the_activity(admin_client, jobs):
     html = get(admin_client, "overview")
-    assert html.count('class="card-value"') == 7
+    assert html.count('class="card-value"') == 8
     assert '<rect class="bar finished"' in html and '<rect class="bar failed"' in html
     assert "finished (1)" in html and "failed (1)" in html
 
@@ -39,7 +39,7 @@ def test_capped_counts_say_so(admin_client, jobs, monkeypatch):
 
     monkeypatch.setattr(job_queries, "COUNT_CAP", 0)
     html = get(admin_client, "job-list", "failed")
-    assert html.count(">0+</span>") == 6  # every status has a job, but throttled
+    assert html.count(">0+</span>") == 6  # every status has a job, but throttled and waiting
 
 
 def test_queue_table_shows_size_latency_and_pause(admin_client, jobs):

@@ -30,6 +30,7 @@ STATUSES = list(LISTINGS)
 FIELDS = [
     "task", "queue", "priority", "period", "after", "before", "error", "key", "args",
     "page_after", "page_before", "ids", "scope", "confirm", "confirmed", "next", "span",
+    "batch", "workflow", "description", "name",
 ]  # fmt: skip
 
 json_values = st.recursive(
@@ -72,6 +73,10 @@ def page_paths(status: str, key: str, pk: int) -> list[str]:
         f"/jobs/recurring/{k}/",
         "/jobs/concurrency/",
         "/jobs/rate-limits/",
+        "/jobs/batches/",
+        f"/jobs/batches/{pk}/",
+        "/jobs/workflows/",
+        f"/jobs/workflows/{pk}/",
         "/jobs/audit/",
         "/jobs/errors/",
     ]

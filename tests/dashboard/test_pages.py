@@ -7,7 +7,16 @@ from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
 
-STATUSES = ["pending", "scheduled", "in-progress", "blocked", "throttled", "failed", "finished"]
+STATUSES = [
+    "pending",
+    "scheduled",
+    "in-progress",
+    "blocked",
+    "throttled",
+    "waiting",
+    "failed",
+    "finished",
+]
 
 
 def page_urls(jobs) -> dict[str, str]:
@@ -21,6 +30,8 @@ def page_urls(jobs) -> dict[str, str]:
         "recurring": reverse("steady_queue_dashboard:recurring-list"),
         "concurrency": reverse("steady_queue_dashboard:concurrency"),
         "rate-limits": reverse("steady_queue_dashboard:rate-limits"),
+        "batches": reverse("steady_queue_dashboard:batch-list"),
+        "workflows": reverse("steady_queue_dashboard:workflow-list"),
         "audit": reverse("steady_queue_dashboard:audit-log"),
         "tasks": reverse("steady_queue_dashboard:tasks"),
     }
@@ -39,6 +50,8 @@ FRAGMENT_IDS = {
     "recurring": 'id="recurring-table"',
     "concurrency": 'id="concurrency-table"',
     "rate-limits": 'id="rate-limit-table"',
+    "batches": 'id="batch-table"',
+    "workflows": 'id="workflow-table"',
     "audit": 'id="audit-table"',
     "tasks": 'id="task-table"',
     **{status: 'id="job-list"' for status in STATUSES},

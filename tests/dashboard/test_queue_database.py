@@ -63,6 +63,8 @@ PAGES = [
     ("recurring-list",),
     ("concurrency",),
     ("rate-limits",),
+    ("batch-list",),
+    ("workflow-list",),
     ("error-groups",),
     *[("job-list", status) for status in LISTINGS],
 ]

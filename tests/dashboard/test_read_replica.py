@@ -68,6 +68,8 @@ PAGES = [
     ("recurring-list",),
     ("concurrency",),
     ("rate-limits",),
+    ("batch-list",),
+    ("workflow-list",),
     ("error-groups",),
     ("tasks",),
     *[("job-list", status) for status in LISTINGS],

@@ -104,10 +104,10 @@ def test_pages_answer_without_use_tz(admin_client, settings):
     Job.objects.get(pk=result.id).dispatch_now()
     tasks.record.using(run_after=timedelta(hours=1)).enqueue(2)
     pages = ["overview", "queue-list", "process-list", "recurring-list", "concurrency"]
-    pages += ["rate-limits"]
+    pages += ["rate-limits", "batch-list", "workflow-list"]
     pages += ["audit-log", "error-groups"]
     statuses = ["pending", "scheduled", "in-progress", "blocked", "throttled", "failed"]
-    statuses += ["finished"]
+    statuses += ["waiting", "finished"]
     for page in (
         [url(name) for name in pages]
         + [url("job-list", s) for s in statuses]

@@ -196,3 +196,22 @@ def make_job(where: str):
         run_ready_jobs()
         return result
     return foundation_tasks.noop.enqueue()
+
+
+def test_discarding_waiting_workflow_steps_with_their_dependents_leaves_no_failed_rows():
+    from steady_queue.models import WorkflowRun
+    from steady_queue.workflows import Workflow
+    from tests.tasks import groups
+
+    wf = Workflow("chain")
+    first = wf.add(groups.step, name="first")
+    second = wf.add(groups.step, after=[first], name="second")
+    wf.add(groups.step, after=[second], name="third")
+    run = wf.enqueue()
+    waiting = [int(run["second"].id), int(run["third"].id)]
+
+    assert Job.objects.filter(pk__in=waiting).discard_all() == 2
+
+    assert not Job.objects.filter(pk__in=waiting).exists()
+    assert not FailedExecution.objects.filter(job_id__in=waiting).exists()
+    assert WorkflowRun.objects.get(pk=run.id).failed == 2

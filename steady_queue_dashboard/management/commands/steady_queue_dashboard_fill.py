@@ -38,8 +38,11 @@ from steady_queue.models import (
     ScheduledExecution,
     Semaphore,
     ThrottledExecution,
+    WaitingExecution,
 )
 from steady_queue.models.attempt import Attempt
+
+from ..fill_groups import GroupsFill
 
 TASKS = [
     "billing.tasks.charge_card",
@@ -68,7 +71,7 @@ TRACEBACK = (
 )
 
 
-class Command(BaseCommand):
+class Command(GroupsFill, BaseCommand):
     help = "Fill the queue tables with a large data set for measuring the dashboard."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -80,6 +83,8 @@ class Command(BaseCommand):
             ("blocked", 1_000),
             ("throttled", 1_000),
             ("claimed", 40),
+            ("batches", 20),  # batches of jobs (steady_queue.batches), a few jobs each
+            ("workflows", 3),  # workflow runs of 7 steps
         ]
         for name, default in sizes:
             parser.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
@@ -108,6 +113,8 @@ class Command(BaseCommand):
         self._fill("blocked", options["blocked"], self._blocked)
         self._fill("throttled", options["throttled"], self._throttled)
         self._fill("claimed", options["claimed"], self._claimed(workers))
+        self._fill_batches(options["batches"])
+        self._fill_workflows(options["workflows"])
         self._recurring_tasks()
         self._reset_sequence_and_analyze()
         self.stdout.write(f"Done in {time.monotonic() - started:.1f}s.")
@@ -351,6 +358,7 @@ def _analyze_statements(vendor: str) -> list[str]:
             ThrottledExecution,
             RateLimitBucket,
             ClaimedExecution,
+            WaitingExecution,
         )
     ]
     if vendor == "postgresql":
