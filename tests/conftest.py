@@ -24,17 +24,22 @@ def _second_queue_database_checked(django_db_setup, django_db_blocker):
     """Ask the "billing" alias once what Django's system checks ask every alias.
 
     ``manage.py check`` runs the JSONField check against every database in DATABASES,
-    which queries SQLite and MySQL; cached here as it is for "default" during set-up,
-    tests that run the checks need no access to the second queue database.
+    which queries SQLite and MySQL, and on MySQL each field's column type, which asks the
+    server's version; cached here as it is for "default" during set-up, tests that run
+    the checks need no access to the second queue database.
     """
     second = connections["billing"]
+
+    def ask() -> None:
+        assert second.features.supports_json_field and second.data_types
+
     with django_db_blocker.unblock():
         try:
-            assert second.features.supports_json_field
+            ask()
         except DatabaseError:  # not set up in this session: any test database will do
             second.settings_dict["NAME"] = connections["default"].settings_dict["NAME"]
             second.close()
-            assert second.features.supports_json_field
+            ask()
         second.close()
 
 
