@@ -37,12 +37,13 @@ test: check-db system-deps
 	scripts/ensure-venv $(VENV) test
 	SQ_TEST_DB=$(DB) $(VENV)/bin/python -m pytest -n $(JOBS) $(ARGS)
 
-# The fault suite (tests/faults, marked slow), one scenario at a time. On PostgreSQL it runs
-# against a private server it starts on another port, which it may restart mid-run.
+# The fault suite (tests/faults, and the process tests marked slow: a batch's callbacks
+# under kill -9), one scenario at a time. On PostgreSQL it runs against a private server
+# it starts on another port, which it may restart mid-run.
 test-faults: check-db system-deps
 	scripts/ensure-venv $(VENV) test
 	wrapper=(); if [ "$(DB)" = postgres ]; then wrapper=($(VENV)/bin/python -m tests.faults.private_postgres); fi; \
-	SQ_TEST_DB=$(DB) "$${wrapper[@]}" $(VENV)/bin/python -m pytest -n 0 -m slow tests/faults $(ARGS)
+	SQ_TEST_DB=$(DB) "$${wrapper[@]}" $(VENV)/bin/python -m pytest -n 0 -m slow tests/faults tests/processes $(ARGS)
 
 test-django52: system-deps
 	scripts/ensure-venv $(VENV_DJANGO52) test '$(DJANGO52)'

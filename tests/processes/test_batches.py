@@ -26,23 +26,25 @@ from tests.tasks import group_processes as tasks
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
-RUNS = 1000
-KILL_EVERY = 100  # batches enqueued between two kills
-KILLS = RUNS // KILL_EVERY
+# The whole suite runs 200 batches on every database; the fault suite (`make
+# test-faults`, marked slow) runs 1,000: about 100 s per database on 2 cores.
+RUNS = [pytest.param(200, id="200"), pytest.param(1000, id="1000", marks=pytest.mark.slow)]
+KILLS = 10  # spread over the run: a kill every runs // KILLS batches
 MEMBER_SECONDS = 0.01
 CALLBACKS = {"on_finish": tasks.finished, "on_success": tasks.succeeded, "on_failure": tasks.failed}
 EXIT_ERROR = "steady_queue.processes.ProcessExitError"
 CALLBACK_NAMES = {task.module_path: name for name, task in CALLBACKS.items()}
 
 
-def test_callbacks_come_once_per_finish_while_workers_are_killed(start_supervisor, run_log):
+@pytest.mark.parametrize("runs", RUNS)
+def test_callbacks_come_once_per_finish_while_workers_are_killed(start_supervisor, run_log, runs):
     supervisor = start_supervisor("GROUPS", children=3, SQ_GROUPS_LOG=str(run_log.path))
     started, kills = time.monotonic(), 0
-    for n in range(RUNS):
+    for n in range(runs):
         enqueue_batch(n)
-        # A kill is due every KILL_EVERY batches, made at the first batch after that
+        # A kill is due every runs // KILLS batches, made at the first batch after that
         # finds both workers up and one of them running jobs.
-        if kills < min((n + 1) // KILL_EVERY, KILLS):
+        if kills < min((n + 1) * KILLS // runs, KILLS):
             kills += kill_a_busy_worker(supervisor)
     enqueued = time.monotonic() - started
 
@@ -50,20 +52,20 @@ def test_callbacks_come_once_per_finish_while_workers_are_killed(start_superviso
         nonlocal kills
         if kills < KILLS:  # the rest of the kills while the workers drain
             kills += kill_a_busy_worker(supervisor)
-        return everything_ended()
+        return everything_ended(runs)
 
     try:
-        wait_until(ended_while_killing, timeout=180, what=f"{RUNS} batches and their callbacks")
+        wait_until(ended_while_killing, timeout=180, what=f"{runs} batches and their callbacks")
     except AssertionError:
         print(stuck())
         raise
     print(
-        f"{connection.vendor}: {RUNS} batches enqueued in {enqueued:.1f} s, {kills} kills, "
+        f"{connection.vendor}: {runs} batches enqueued in {enqueued:.1f} s, {kills} kills, "
         f"all ended after {time.monotonic() - started:.1f} s"
     )
 
     batches = list(Batch.objects.order_by("pk"))
-    assert len(batches) == RUNS
+    assert len(batches) == runs
     for each in batches:
         assert each.total == 3 and each.succeeded + each.failed == 3, each
         assert each.finishes == 1 and each.finished_at is not None, each
@@ -96,11 +98,11 @@ def kill_a_busy_worker(supervisor) -> int:
     return 1
 
 
-def everything_ended() -> bool:
+def everything_ended(runs: int) -> bool:
     if Batch.objects.filter(finished_at__isnull=True).exists():
         return False
     callbacks = Job.objects.filter(task_path__in=[t.module_path for t in CALLBACKS.values()])
-    return callbacks.count() == 2 * RUNS and not callbacks.filter(finished_at__isnull=True).exists()
+    return callbacks.count() == 2 * runs and not callbacks.filter(finished_at__isnull=True).exists()
 
 
 def assert_each_callback_job_enqueued_once_and_run_once(batches: list[Batch], run_log) -> None:
