@@ -60,3 +60,9 @@ RATE_LIMITED = Configuration.Options(
     dispatchers=[Configuration.Dispatcher()],
     workers=[Configuration.Worker(queues=["*"], threads=3, processes=2, polling_interval=0.1)],
 )
+# Batches and workflows: two worker processes of three threads, and a dispatcher for the
+# retries (scheduled, even without a delay).
+GROUPS = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
+    workers=[Configuration.Worker(queues=["*"], threads=3, processes=2, polling_interval=0.05)],
+)
