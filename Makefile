@@ -23,6 +23,7 @@ help:
 	@echo "make test [DB=sqlite|postgres|mysql] [ARGS=...] [JOBS=auto|N|0]"
 	@echo "                           install what the tests need and run the whole suite"
 	@echo "make test-faults [DB=...]  the fault suite (kill -9, SIGSTOP, a database restart), left out of make test"
+	@echo "make test-slow-processes [DB=...]  only the process tests marked slow (1,000 batches under kill -9)"
 	@echo "make test-django52         run the suite on Django 5.2 with the django-tasks backport (SQLite)"
 	@echo "make lint                  ruff check and ruff format --check"
 	@echo "make format                ruff format and ruff check --fix"
