@@ -7,11 +7,12 @@ What it should wait depends on what else wakes it: ``choose()`` picks one of thr
 - ``Signalled``: woken by a write to its SQLite database (``change_watcher``), it need
   not poll while nothing is written; it still does every ``SIGNALLED_POLL_INTERVAL``
   (or ``polling_interval`` if longer), in case a write went unseen.
-- ``Adaptive``: nothing wakes it (MySQL, MariaDB, PostgreSQL without LISTEN). After a poll that found jobs more
-  may follow soon, so it polls again after ``ACTIVE_POLL_INTERVAL`` and doubles the
-  wait after each empty poll, back up to ``polling_interval``: a burst is picked up
-  in milliseconds, and a few extra polls (four with the default 0.1 s) are all that
-  it costs once the burst is over. An idle worker polls every ``polling_interval``.
+- ``Adaptive``: nothing wakes it (MySQL, MariaDB, PostgreSQL without LISTEN). After
+  a poll that found jobs more may follow soon, so it polls again after
+  ``ACTIVE_POLL_INTERVAL`` and doubles the wait after each empty poll, back up to
+  ``polling_interval``: a burst is picked up in milliseconds, and a few extra polls
+  (four with the default 0.1 s) are all that it costs once the burst is over. An idle
+  worker polls every ``polling_interval``.
 """
 
 from __future__ import annotations
