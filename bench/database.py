@@ -47,7 +47,7 @@ def migrate() -> None:
 
 
 def truncate(*, keep_jobs: bool = False) -> None:
-    """Empty every queue table of both backends; with ``keep_jobs``, all but the jobs.
+    """Empty every queue table of every backend; with ``keep_jobs``, all but our jobs.
 
     Kept, the jobs table is vacuumed and analyzed, as autovacuum would (this test
     server may run without it): each run starts from the same state.
@@ -57,6 +57,8 @@ def truncate(*, keep_jobs: bool = False) -> None:
 
     models = [*apps.get_app_config("steady_queue").get_models()]
     models += [*apps.get_app_config("django_tasks_database").get_models()]
+    if apps.is_installed("dj_queue"):
+        models += [m for m in apps.get_app_config("dj_queue").get_models() if m._meta.managed]
     if keep_jobs:
         models = [model for model in models if model._meta.db_table != "steady_queue_jobs"]
     with connection.cursor() as cursor:

@@ -1,7 +1,8 @@
 """The measurements: enqueue rates, statements per job, drain rates, pickup latency.
 
-Steady Queue runs as the real ``manage.py steady_queue`` and django-tasks-db as its
-real ``manage.py db_worker``, against the same database, one after the other.
+Steady Queue runs as the real ``manage.py steady_queue``, django-tasks-db as its real
+``manage.py db_worker`` and dj-queue as its real ``manage.py dj_queue``, against the
+same database, one after the other, in interleaved rounds (``Report.medians``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Min
 from django.test.utils import CaptureQueriesContext
@@ -39,6 +41,11 @@ class Plan:
     configs: list[str]
     dtdb_processes: list[int] = field(default_factory=lambda: [1, 2])
     dtdb_interval: float = 0.1
+    # dj-queue's configurations (bench/processes.py DJ_QUEUE_CONFIGS); none where it is
+    # not installed.
+    dj_queue_configs: list[str] = field(default_factory=list)
+    # Pickup latency of a worker left idle this long before each job (0: not measured).
+    idle_gap: float = 1.0
     deadline: float = 900.0
 
     @classmethod
@@ -52,6 +59,9 @@ class Plan:
             finished=2_000,
             latency_samples=5,
             configs=["1x3", "2x5"],
+            # Its default configuration only, so that the smoke stays short.
+            dj_queue_configs=["default"] if settings.DJ_QUEUE else [],
+            idle_gap=0.0,
             deadline=120.0,
         )
 
@@ -66,27 +76,35 @@ class Plan:
             finished=options.finished,
             latency_samples=options.latency_samples,
             configs=options.configs.split(","),
+            dj_queue_configs=["default", "throughput"] if settings.DJ_QUEUE else [],
         )
 
 
 @dataclass
 class Report:
     plan: Plan
-    rows: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # measure, steady_queue, django-tasks-db, ratio, dj-queue, ratio (shorter rows: blanks)
+    rows: list[tuple[str, ...]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     machine: str = ""
     loads: list[float] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
 
-    def add(self, name: str, ours: float, theirs: float | None, unit: str, higher_is_better=True):
-        ratio = ""
-        if theirs:
-            factor = ours / theirs if higher_is_better else theirs / ours
-            # Two decimals near 1, where "no slower than" is decided.
-            ratio = f"{factor:.2f}x" if factor < 2 else f"{factor:.1f}x"
-            ratio += "" if higher_is_better else " lower"
-        them = f"{theirs:,.1f} {unit}" if theirs is not None else ""
-        self.rows.append((name, f"{ours:,.1f} {unit}", them, ratio))
+    def add(
+        self,
+        name: str,
+        ours: float,
+        theirs: float | None,
+        unit: str,
+        higher_is_better=True,
+        djq: float | None = None,
+    ):
+        """A row: our figure, django-tasks-db's and dj-queue's, each with our ratio to it."""
+        row = [name, f"{ours:,.1f} {unit}"]
+        for other in (theirs, djq):
+            row.append(f"{other:,.1f} {unit}" if other is not None else "")
+            row.append(_ratio(ours, other, higher_is_better))
+        self.rows.append(tuple(row))
 
     def median(self, name: str, measure: Callable[[], float]) -> float:
         """Run ``measure`` ``plan.repeat`` times; keep every run, return the median."""
@@ -104,13 +122,16 @@ class Report:
 
     def __str__(self) -> str:
         loads = ", ".join(f"{load:.2f}" for load in self.loads)
+        columns = 6 if self.plan.dj_queue_configs else 4
+        names = ["measure", "steady_queue", "django-tasks-db", "ratio", "dj-queue", "ratio"]
         head = (
-            f"\nSteady Queue vs django-tasks-db on {self.machine}\n"
-            f"medians of {self.plan.repeat} run(s); 1-minute load average during the run: "
-            f"{loads}\n\n"
-            "| measure | steady_queue | django-tasks-db | ratio |\n|---|---:|---:|---:|\n"
+            f"\nSteady Queue vs django-tasks-db and dj-queue on {self.machine}\n"
+            f"medians of {self.plan.repeat} interleaved run(s); 1-minute load average during "
+            f"the run: {loads}\n\n"
+            f"| {' | '.join(names[:columns])} |\n|---|{'---:|' * (columns - 1)}\n"
         )
-        table = "\n".join(f"| {' | '.join(row)} |" for row in self.rows)
+        rows = [(*row, *[""] * columns)[:columns] for row in self.rows]
+        table = "\n".join(f"| {' | '.join(row)} |" for row in rows)
         runs = "\n\nEvery run:\n" + "\n".join(f"- {line}" for line in self.runs)
         return head + table + "".join(f"\n\n{note}" for note in self.notes) + runs
 
@@ -128,15 +149,18 @@ def run_all(plan: Plan) -> Report:
 
 
 def _enqueue_rates(plan: Plan, report: Report) -> None:
-    ours, theirs = report.medians(
-        {
-            "single enqueue": lambda: _rate(plan.single_jobs, lambda: _single(noop, plan)),
-            "django-tasks-db single enqueue": (
-                lambda: _rate(plan.single_jobs, lambda: _single(noop_dtdb, plan))
-            ),
-        }
-    )
-    report.add("single enqueue", ours, theirs, "jobs/s")
+    measures = {
+        "single enqueue": lambda: _rate(plan.single_jobs, lambda: _single(noop, plan)),
+        "django-tasks-db single enqueue": (
+            lambda: _rate(plan.single_jobs, lambda: _single(noop_dtdb, plan))
+        ),
+    }
+    if plan.dj_queue_configs:
+        measures["dj-queue single enqueue"] = lambda: _rate(
+            plan.single_jobs, lambda: _single(_noop_djq(), plan)
+        )
+    ours, theirs, *djq = report.medians(measures)
+    report.add("single enqueue", ours, theirs, "jobs/s", djq=djq[0] if djq else None)
     name = f"bulk enqueue ({plan.jobs:,} jobs, enqueue_all of {plan.bulk_batch:,} at a time)"
     bulk = report.median(name, lambda: _rate(plan.jobs, lambda: _bulk(plan.jobs, plan.bulk_batch)))
     report.add(name, bulk, None, "jobs/s")
@@ -204,19 +228,39 @@ def _count_statements(batch: int) -> float:
 
 
 def _drain_rates(plan: Plan, report: Report) -> None:
-    rates = {}
-    for config in plan.configs:
-        name = f"drain {plan.jobs:,} no-op jobs, {config} (processes x threads)"
-        rates[config] = report.median(name, lambda config=config: _drain_ours(plan, config))
-        report.add(name, rates[config], None, "jobs/s")
-    best_theirs = 0.0
-    for count in plan.dtdb_processes:
-        name = f"django-tasks-db: drain {plan.dtdb_jobs:,} no-op jobs, {count} db_worker(s)"
-        rate = report.median(name, lambda count=count: _drain_theirs(plan, count))
-        best_theirs = max(best_theirs, rate)
-        report.add(name, rate, None, "jobs/s")
+    """Every configuration of every backend, one drain each per round."""
+    ours = {
+        config: (
+            f"drain {plan.jobs:,} no-op jobs, {config} (processes x threads)",
+            lambda config=config: _drain_ours(plan, config),
+        )
+        for config in plan.configs
+    }
+    theirs = {
+        count: (
+            f"django-tasks-db: drain {plan.dtdb_jobs:,} no-op jobs, {count} db_worker(s)",
+            lambda count=count: _drain_theirs(plan, count),
+        )
+        for count in plan.dtdb_processes
+    }
+    djq = {
+        config: (
+            f"dj-queue: drain {plan.jobs:,} no-op jobs, its {config} configuration",
+            lambda config=config: _drain_djq(plan, config),
+        )
+        for config in plan.dj_queue_configs
+    }
+    measured = [*ours.values(), *theirs.values(), *djq.values()]
+    medians = dict(zip([name for name, _ in measured], report.medians(dict(measured)), strict=True))
+    for name, _ in measured:
+        report.add(name, medians[name], None, "jobs/s")
+    rates = {config: medians[name] for config, (name, _) in ours.items()}
     best = max(rates, key=rates.get)
-    report.add("drain, best configuration of each", rates[best], best_theirs, "jobs/s")
+    best_theirs = max(medians[name] for name, _ in theirs.values())
+    best_djq = max((medians[name] for name, _ in djq.values()), default=None)
+    report.add(
+        "drain, best configuration of each", rates[best], best_theirs, "jobs/s", djq=best_djq
+    )
     _drain_with_history(plan, report, best)
 
 
@@ -246,6 +290,21 @@ def _drain_theirs(plan: Plan, process_count: int) -> float:
     return plan.dtdb_jobs / (span["end"] - span["start"]).total_seconds()
 
 
+def _drain_djq(plan: Plan, config: str) -> float:
+    from dj_queue.models import Job as DjQueueJob
+
+    database.truncate()
+    for start in range(0, plan.jobs, plan.bulk_batch):
+        count = min(plan.bulk_batch, plan.jobs - start)
+        _noop_djq().get_backend().enqueue_all([(_noop_djq(), (), {})] * count)
+    with processes.dj_queue(config):
+        _wait(plan, lambda: not DjQueueJob.objects.filter(finished_at__isnull=True).exists())
+    # Each job returned the time it ran (dj-queue keeps no start time).
+    starts = DjQueueJob.objects.values_list("return_value", flat=True)
+    end = DjQueueJob.objects.aggregate(end=Max("finished_at"))["end"].timestamp()
+    return plan.jobs / (end - min(starts))
+
+
 def _drain_with_history(plan: Plan, report: Report, config: str) -> None:
     """The best configuration with a million finished jobs in the table, against itself
     on an empty table: paired runs, one after the other, so that both meet the same load.
@@ -271,12 +330,75 @@ def _history_pair(plan: Plan, config: str) -> tuple[float, float]:
 
 
 def _pickup_latency(plan: Plan, report: Report) -> None:
-    ours, _ = _latencies_ours(plan, "1x3")
-    theirs = _latencies_theirs(plan)
-    report.add("pickup latency, idle worker, median", _ms(ours, 50), _ms(theirs, 50), "ms", False)
-    report.add("pickup latency, idle worker, p90", _ms(ours, 90), _ms(theirs, 90), "ms", False)
+    """Each backend's pickup latency, in interleaved rounds: median of each round's p50/p90."""
+    runs = {
+        "steady_queue": lambda: _latencies_ours(plan, "1x3")[0],
+        "django-tasks-db": lambda: _latencies_theirs(plan),
+        **{
+            f"dj-queue {config}": lambda config=config: _latencies_djq(plan, config)
+            for config in plan.dj_queue_configs
+        },
+    }
+    if plan.idle_gap:
+        # A worker idle for a while before each job: nothing left of the last one's
+        # activity (Steady Queue polls more often just after activity where nothing
+        # wakes it, see processes/pacing.py).
+        samples = max(3, plan.latency_samples // 2)
+        runs["steady_queue idle"] = lambda: _latencies_ours(
+            plan, "1x3", gap=plan.idle_gap, count=samples
+        )[0]
+        if plan.dj_queue_configs:
+            runs["dj-queue default idle"] = lambda: _latencies_djq(
+                plan, "default", gap=plan.idle_gap, count=samples
+            )
+    figures = _latency_rounds(plan, report, runs)
+    djq = "dj-queue default" if plan.dj_queue_configs else None
+    for percentile in (50, 90):
+        name = "median" if percentile == 50 else f"p{percentile}"
+        report.add(
+            f"pickup latency, idle worker, {name}",
+            figures["steady_queue"][percentile],
+            figures["django-tasks-db"][percentile],
+            "ms",
+            False,
+            djq=figures[djq][percentile] if djq else None,
+        )
+    if "dj-queue throughput" in figures:
+        report.add(
+            "pickup latency, dj-queue's throughput configuration, median",
+            figures["steady_queue"][50],
+            None,
+            "ms",
+            False,
+            djq=figures["dj-queue throughput"][50],
+        )
+    if plan.idle_gap:
+        report.add(
+            f"pickup latency, worker idle {plan.idle_gap:g} s before each job, median",
+            figures["steady_queue idle"][50],
+            None,
+            "ms",
+            False,
+            djq=figures["dj-queue default idle"][50] if djq else None,
+        )
     if connection.vendor == "postgresql":  # elsewhere nothing wakes workers: they poll
         _wake_up_cost(plan, report)
+
+
+def _latency_rounds(
+    plan: Plan, report: Report, runs: dict[str, Callable[[], list[float]]]
+) -> dict[str, dict[int, float]]:
+    """Run each of ``runs`` once per round, in turns; the median of its rounds' percentiles."""
+    rounds: dict[str, list[list[float]]] = {name: [] for name in runs}
+    for _ in range(plan.repeat):
+        for name, run in runs.items():
+            rounds[name].append(run())
+    figures = {}
+    for name, samples in rounds.items():
+        figures[name] = {p: statistics.median(_ms(s, p) for s in samples) for p in (50, 90)}
+        medians = ", ".join(f"{_ms(s, 50):,.1f}" for s in samples)
+        report.runs.append(f"pickup latency {name}, median of each round (ms): {medians}")
+    return figures
 
 
 def _wake_up_cost(plan: Plan, report: Report) -> None:
@@ -292,10 +414,15 @@ def _wake_up_cost(plan: Plan, report: Report) -> None:
     )
 
 
-def _latencies_ours(plan: Plan, config: str) -> tuple[list[float], float]:
-    """Pickup latencies of jobs enqueued one at a time, and the CPU seconds per job."""
+def _latencies_ours(
+    plan: Plan, config: str, gap: float = 0.0, count: int | None = None
+) -> tuple[list[float], float]:
+    """Pickup latencies of jobs enqueued one at a time, and the CPU seconds per job.
+
+    Each job is enqueued 0.05 to 0.15 s after the previous one ended, plus ``gap``.
+    """
     database.truncate()
-    samples = []
+    samples, count = [], count or plan.latency_samples
     workers, threads = map(int, config.split("p")[0].split("x"))
     with processes.running(processes.steady_queue(config)):
         _wait(plan, lambda: Process.objects.filter(kind="Worker").count() == workers)
@@ -306,15 +433,15 @@ def _latencies_ours(plan: Plan, config: str) -> tuple[list[float], float]:
         time.sleep(1.0)
         pids = [*Process.objects.values_list("pid", flat=True), *system.server_pids()]
         cpu = system.cpu_seconds(pids)
-        for _ in range(plan.latency_samples):
+        for _ in range(count):
             job_id = int(noop.enqueue().id)
             done = Job.objects.filter(pk=job_id, finished_at__isnull=False)
             _wait(plan, done.exists, every=0.002)
             job = Job.objects.get(pk=job_id)
             samples.append((_time(job.attempts[0]["started_at"]) - job.created_at).total_seconds())
-            time.sleep(random.uniform(0.05, 0.15))
+            time.sleep(gap + random.uniform(0.05, 0.15))
         cpu = system.cpu_seconds(pids) - cpu
-    return samples, cpu / plan.latency_samples
+    return samples, cpu / count
 
 
 def _latencies_theirs(plan: Plan) -> list[float]:
@@ -334,6 +461,38 @@ def _latencies_theirs(plan: Plan) -> list[float]:
     return samples
 
 
+def _latencies_djq(
+    plan: Plan, config: str, gap: float = 0.0, count: int | None = None
+) -> list[float]:
+    """dj-queue's pickup latencies, as ``_latencies_ours`` measures ours."""
+    from dj_queue.models import Job as DjQueueJob
+    from dj_queue.models import Process as DjQueueProcess
+
+    database.truncate()
+    latencies, count = [], count or plan.latency_samples
+    task = _noop_djq()
+    with processes.dj_queue(config) as procs:
+        workers = DjQueueProcess.objects.filter(kind="Worker")
+        _wait(plan, lambda: workers.exists() and all(proc.poll() is None for proc in procs))
+        task.get_backend().enqueue_all([(task, (), {})] * 20)  # every thread's connection
+        _wait(plan, lambda: not DjQueueJob.objects.filter(finished_at__isnull=True).exists())
+        time.sleep(1.0)
+        for _ in range(count):
+            job_id = task.enqueue().id
+            done = DjQueueJob.objects.filter(pk=job_id, finished_at__isnull=False)
+            _wait(plan, done.exists, every=0.002)
+            job = DjQueueJob.objects.get(pk=job_id)
+            latencies.append(job.return_value - job.created_at.timestamp())
+            time.sleep(gap + random.uniform(0.05, 0.15))
+    return latencies
+
+
+def _noop_djq():
+    from bench.tasks import noop_djq
+
+    return noop_djq
+
+
 # Helpers ---------------------------------------------------------------------------------
 
 
@@ -343,6 +502,15 @@ def _wait(plan: Plan, condition: Callable[[], bool], every: float = 0.05) -> Non
         if time.monotonic() > deadline:
             raise TimeoutError(f"benchmark condition not met within {plan.deadline:.0f} s")
         time.sleep(every)
+
+
+def _ratio(ours: float, other: float | None, higher_is_better: bool) -> str:
+    if not other:
+        return ""
+    factor = ours / other if higher_is_better else other / ours
+    # Two decimals near 1, where "no slower than" is decided.
+    ratio = f"{factor:.2f}x" if factor < 2 else f"{factor:.1f}x"
+    return ratio + ("" if higher_is_better else " lower")
 
 
 def _ms(samples: list[float], percentile: int) -> float:

@@ -13,9 +13,9 @@ MANAGE = str(Path(__file__).resolve().parent / "manage.py")
 
 
 @contextmanager
-def running(commands: list[list[str]]):
+def running(commands: list[list[str]], **environment: str):
     """Run each ``manage.py`` command line in its own process for the ``with`` block."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **environment}
     procs = [
         subprocess.Popen([sys.executable, MANAGE, *cmd], env=env, stdout=subprocess.DEVNULL)
         for cmd in commands
@@ -42,3 +42,23 @@ def steady_queue(config: str) -> list[list[str]]:
 def dtdb(processes: int, interval: float) -> list[list[str]]:
     command = ["db_worker", "--backend", "dtdb", "--no-startup-delay", "--interval", str(interval)]
     return [[*command, "--worker-id", f"bench-{i}"] for i in range(processes)]
+
+
+#: dj-queue's configurations: its defaults, and its throughput configuration (an overlay
+#: file, and persistent connections in its processes, as its README recommends).
+DJ_QUEUE_CONFIGS = {
+    "default": ([], {}),
+    "throughput": (
+        ["--config", str(Path(__file__).resolve().parent / "dj_queue_throughput.toml")],
+        {"SQ_BENCH_CONN_MAX_AGE": "60"},
+    ),
+}
+
+
+@contextmanager
+def dj_queue(config: str):
+    """Run ``manage.py dj_queue`` for the "djq" backend with ``config`` (DJ_QUEUE_CONFIGS)."""
+    options, environment = DJ_QUEUE_CONFIGS[config]
+    command = ["dj_queue", "--backend", "djq", "--skip-recurring", *options]
+    with running([command], **environment) as procs:
+        yield procs

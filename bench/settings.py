@@ -1,9 +1,13 @@
-"""Settings for the benchmark: Steady Queue and django-tasks-db side by side in one database.
+"""Settings for the benchmark: Steady Queue, django-tasks-db and dj-queue in one database.
 
 ``SQ_BENCH_DB`` picks sqlite, postgres or mysql. Connection settings stay Django's
-defaults (no persistent connections, no pool), as in the issue's measurements.
+defaults (no persistent connections, no pool), as in the issue's measurements, except
+in the processes started with ``SQ_BENCH_CONN_MAX_AGE`` (dj-queue's throughput
+configuration, which its documentation recommends persistent connections for).
+dj-queue is left out where it is not installed (it needs Django 6).
 """
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -44,6 +48,10 @@ DATABASES = {
         },
     }[DB]
 }
+if CONN_MAX_AGE := os.environ.get("SQ_BENCH_CONN_MAX_AGE"):
+    DATABASES["default"]["CONN_MAX_AGE"] = int(CONN_MAX_AGE)
+
+DJ_QUEUE = importlib.util.find_spec("dj_queue") is not None
 
 # bench/scale.py --pgbouncer: the worker processes go through PgBouncer (transaction
 # pooling) on this port and LISTEN on a direct connection (README "Behind PgBouncer").
@@ -70,6 +78,7 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "steady_queue",
     "django_tasks_db",
+    *(["dj_queue"] if DJ_QUEUE else []),
     "bench",
 ]
 try:
@@ -81,6 +90,11 @@ TASKS = {
     "default": {"BACKEND": "steady_queue.backend.SteadyQueueBackend"},
     "dtdb": {"BACKEND": "django_tasks_db.DatabaseBackend"},
 }
+if DJ_QUEUE:
+    # Its defaults; its throughput configuration is bench/dj_queue_throughput.toml.
+    # (Without its router: with one database there is nothing to route, and the router
+    # reads the options of a "default" alias, which is Steady Queue's here.)
+    TASKS["djq"] = {"BACKEND": "dj_queue.backend.DjQueueBackend", "QUEUES": [], "OPTIONS": {}}
 
 # Quiet: one log line per job would be measured too. Errors still show.
 LOGGING = {
@@ -89,6 +103,6 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler", "level": "ERROR"}},
     "loggers": {
         name: {"handlers": ["stderr"], "level": "ERROR", "propagate": False}
-        for name in ("steady_queue", "django.tasks", "django_tasks", "django_tasks_db")
+        for name in ("steady_queue", "django.tasks", "django_tasks", "django_tasks_db", "dj_queue")
     },
 }

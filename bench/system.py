@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sqlite3
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import django
@@ -19,7 +19,15 @@ def description() -> str:
     return (
         f"{os.cpu_count()} cores, {_database()}, Python {platform.python_version()}, "
         f"Django {django.get_version()}, django-tasks-db {version('django-tasks-db')}"
+        f"{_dj_queue()}"
     )
+
+
+def _dj_queue() -> str:
+    try:
+        return f", dj-queue {version('dj-queue')}"
+    except PackageNotFoundError:
+        return ""
 
 
 def load() -> float:

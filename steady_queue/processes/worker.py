@@ -17,7 +17,7 @@ from ..configuration import seconds
 from ..log import claim_fields
 from ..models import ClaimedExecution, Process
 from ..perform import perform_then_claim
-from . import listener
+from . import change_watcher, listener, pacing
 from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
@@ -56,6 +56,10 @@ class Worker(Poller):
         self.pool = Pool(threads, on_idle=self.wake_up, name=self.name)
         self._claim_failed = False
         self.listener: listener.Listener | None = None
+        self.watcher: change_watcher.ChangeWatcher | None = None
+        # Until on_boot knows what wakes this worker: every polling_interval.
+        self.pacing: pacing.Fixed = pacing.Fixed(self.polling_interval)
+        self._jobs_paced = 0
         # Jobs claimed and not finished yet, and the threads claiming their next job now.
         self._lock = threading.Lock()
         self._claims = threading.Condition(self._lock)
@@ -114,6 +118,13 @@ class Worker(Poller):
         self.pool.start()
         deadlines.watchdog().on_abandon = self._abandoned
         self.listener = listener.start_for_worker(self)
+        if self.listener is None:
+            self.watcher = change_watcher.start_for_worker(self)
+        self.pacing = pacing.choose(
+            self.polling_interval,
+            notified=self.listener is not None,
+            signalled=self.watcher is not None,
+        )
 
     def poll(self) -> float:
         delay = self._poll()
@@ -139,10 +150,12 @@ class Worker(Poller):
         finally:
             with self._lock:
                 self._reserved = 0
-        return 0 if len(claimed) == wanted else self.polling_interval
+        delay = self.pacing.after_poll(len(claimed) + self._jobs_run_since_last_poll())
+        return 0 if len(claimed) == wanted else delay
 
     def on_shutdown(self) -> None:
         listener.stop(self.listener)
+        change_watcher.stop(self.watcher)
         self.pool.shutdown()
         if not self.quitting:
             self._wait_for_running_jobs(seconds(steady_queue.shutdown_timeout))
@@ -213,6 +226,12 @@ class Worker(Poller):
             if self.recycling.reason is not None:
                 self.wake_up()  # perhaps the last running job: time to go
         return following
+
+    def _jobs_run_since_last_poll(self) -> int:
+        """Jobs this worker's threads ran since the last poll: activity, like a claim."""
+        with self._lock:
+            ran, self._jobs_paced = self.jobs_run - self._jobs_paced, self.jobs_run
+        return ran
 
     def _abandoned(self, thread: int, run: deadlines.Run) -> None:
         """The watchdog ended a job whose thread is stuck: replace the thread, carry on."""

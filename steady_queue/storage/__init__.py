@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from django.db import connections
 
 from .. import db
+from . import file_changes
 from .base import ClaimNext, Finished, Storage
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "Finished",
     "Storage",
     "claim",
+    "database_files",
     "enqueue",
     "for_alias",
     "implementations",
@@ -92,3 +94,14 @@ def enqueue(jobs: list) -> list:
 def claim(queues: Sequence[str], limit: int, process: Process | None) -> list[ClaimedExecution]:
     """Claim through the queue database's storage (see Storage.claim)."""
     return for_alias().claim(queues, limit, process)
+
+
+def database_files(alias: str | None = None) -> file_changes.DatabaseFiles | None:
+    """What tells without a query that ``alias``'s database was written: SQLite's files.
+
+    None where the database is a server (its clients cannot see its files) or in memory.
+    """
+    connection = connections[alias or db.alias()]
+    if connection.vendor != "sqlite":
+        return None
+    return file_changes.for_database(connection.settings_dict)

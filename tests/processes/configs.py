@@ -66,3 +66,10 @@ GROUPS = Configuration.Options(
     dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
     workers=[Configuration.Worker(queues=["*"], threads=3, processes=2, polling_interval=0.05)],
 )
+
+# A worker polling every two seconds, nothing else: what picks a job up sooner is the
+# change signal (SQLite), NOTIFY (PostgreSQL), or polling that tightens after activity.
+IDLE_WORKER = Configuration.Options(
+    dispatchers=[],
+    workers=[Configuration.Worker(queues=["*"], threads=2, polling_interval=2)],
+)

@@ -44,3 +44,23 @@ if os.environ.get("SQ_HOOKS_LOG"):
     for _event in ("start", "stop"):
         for _kind in ("", "worker_", "dispatcher_", "scheduler_"):
             getattr(hooks, f"on_{_kind}{_event}")(_record_hook(_event))
+
+
+def _log_statements(path: str):
+    """Append ``<pid> <statement>`` to ``path`` for each statement this process sends."""
+    from django.db.backends.signals import connection_created
+
+    def log(execute, sql, params, many, context):
+        with open(path, "a") as file:  # one short append: lines of processes do not mix
+            file.write(f"{os.getpid()} {' '.join(str(sql).split())[:200]}\n")
+        return execute(sql, params, many, context)
+
+    def wrap(sender, connection, **kwargs) -> None:
+        if log not in connection.execute_wrappers:
+            connection.execute_wrappers.append(log)
+
+    connection_created.connect(wrap, weak=False)
+
+
+if os.environ.get("SQ_STATEMENT_LOG"):
+    _log_statements(os.environ["SQ_STATEMENT_LOG"])
