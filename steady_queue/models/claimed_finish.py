@@ -36,6 +36,7 @@ from .task_rollup import tally
 if TYPE_CHECKING:
     from .execution import ClaimedExecution
     from .job import Job
+    from .slot_hand_on import SlotHandOn
 
 logger = logging.getLogger("steady_queue.claims")
 
@@ -205,16 +206,19 @@ class ClaimedFinish:
         *,
         worker_id: str | None = None,
         write: Callable[[Attempt | None], bool] | None = None,
+        hand_on: SlotHandOn | None = None,
     ) -> bool:
         """Record ``outcome`` if the claim is still ours; False if it was lost (nothing changed).
 
         ``write(attempt)``, given by a storage, writes ``outcome`` its own faster way
         (taking the claim and storing it atomically, True if the claim was ours) instead
-        of the transaction here; the fallbacks below never use it.
+        of the transaction here; the fallbacks below never use it. ``hand_on``, given by a
+        worker thread, may claim the job the outcome's concurrency slot passes to (see
+        slot_hand_on); the fallbacks never do either.
         Raises OutcomeNotRecorded only when the database stays unreachable.
         """
         try:
-            return self._retrying(lambda: self._store(outcome, worker_id, write))
+            return self._retrying(lambda: self._store(outcome, worker_id, write, hand_on))
         except OutcomeNotRecorded:
             raise
         except Exception as refused:
@@ -233,7 +237,7 @@ class ClaimedFinish:
                 unstorable.__cause__ = outcome.exc
             failure = Failure(unstorable, final=True)
         try:
-            return self._retrying(lambda: self._store(failure, worker_id, None))
+            return self._retrying(lambda: self._store(failure, worker_id, None, None))
         except OutcomeNotRecorded:
             raise
         except Exception:
@@ -242,19 +246,20 @@ class ClaimedFinish:
                 self.job_id,
                 extra=claim_fields(self),
             )
-        return self._retrying(lambda: self._store(LastResort(), worker_id, None))
+        return self._retrying(lambda: self._store(LastResort(), worker_id, None, None))
 
     def _store(
         self: ClaimedExecution,
         outcome: Outcome,
         worker_id: str | None,
         write: Callable[[Attempt | None], bool] | None,
+        hand_on: SlotHandOn | None,
     ) -> bool:
         outcome.check()
         job, attempt = self.job, self._attempt(outcome, worker_id)
         due = job.scheduled_at or job.created_at  # before a retry moves scheduled_at
         if write is None:
-            counter = self._in_transaction(outcome, attempt)
+            counter = self._in_transaction(outcome, attempt, hand_on)
         else:  # only a success is written another way
             counter = "succeeded" if write(attempt) else False
         if counter is False:  # the claim was lost: nothing changed
@@ -278,7 +283,10 @@ class ClaimedFinish:
         tally.observe(self.job.task_path, self.job.queue_name, counter, at=at, run=run, wait=wait)
 
     def _in_transaction(
-        self: ClaimedExecution, outcome: Outcome, attempt: Attempt | None
+        self: ClaimedExecution,
+        outcome: Outcome,
+        attempt: Attempt | None,
+        hand_on: SlotHandOn | None = None,
     ) -> str | bool | None:
         """The outcome's TaskRollup counter (None: none) if the claim was ours, else False."""
         job = self.job
@@ -289,8 +297,10 @@ class ClaimedFinish:
                     return False
                 counter = outcome.store(self, attempt)
                 if outcome.hands_off_slot:
-                    job.unblock_next_blocked_job()
+                    job.unblock_next_blocked_job(hand_on)
         except BaseException:
+            if hand_on is not None:
+                hand_on.claimed = None  # rolled back with the rest
             # Rolled back: undo what store() changed in memory before anyone tries again.
             job.attempts, job.scheduled_at = saved[0], saved[1]
             job._state.fields_cache = saved[2]

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.utils import timezone
 
 from .. import concurrency
+
+if TYPE_CHECKING:
+    from .slot_hand_on import SlotHandOn
 
 
 class ConcurrencyControls:
@@ -50,11 +55,19 @@ class ConcurrencyControls:
             expires_at=timezone.now() + self.concurrency_limit.expires_in,
         )
 
-    def unblock_next_blocked_job(self) -> None:
-        """Release the semaphore and move the next job blocked on it to ready."""
+    def unblock_next_blocked_job(self, hand_on: SlotHandOn | None = None) -> None:
+        """Release the semaphore and move the next job blocked on it to ready.
+
+        With ``hand_on`` (a finishing worker thread's offer) the slot may pass straight
+        to that job, claimed for the thread (see slot_hand_on).
+        """
         from .execution import BlockedExecution
 
         if not self.is_concurrency_limited:
+            return
+        limit = self.concurrency_limit
+        key = self.concurrency_key
+        if hand_on is not None and limit is not None and hand_on.hand_on(key, limit):
             return
         self.release_concurrency_lock()
         BlockedExecution.release_one(self.concurrency_key)

@@ -67,6 +67,18 @@ class Semaphore(QueueModel):
         return updated > 0
 
     @classmethod
+    def extend(cls, key: str, limit: ConcurrencyLimit) -> bool:
+        """Keep a slot of ``key`` taken for another holder: renew its expiry, value unchanged.
+
+        False when the key has no row (it expired) or counts more holders than its limit
+        (``take_over_limit``): then the slot must be given back, not passed on.
+        """
+        renewed = cls.objects.filter(key=key, value__gte=0).update(
+            expires_at=timezone.now() + limit.expires_in
+        )
+        return renewed > 0
+
+    @classmethod
     def expire_in_batches(cls, batch_size: int) -> int:
         """Delete semaphores whose holders never signalled within their duration."""
         expired = cls.objects.filter(expires_at__lt=timezone.now())

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..models import ClaimedExecution, Job, ReadyExecution
 from ..models.claimed_finish import Outcome
+from ..models.slot_hand_on import SlotHandOn
 
 if TYPE_CHECKING:
     from ..models import Process
@@ -32,7 +33,9 @@ class ClaimNext:
     """Ask a finish to claim up to ``limit`` more jobs of ``queues`` for ``process``.
 
     ``allowed()`` is asked at most once, just before the claim, and only then: a
-    worker that stops (or pauses its claims) in the meantime says no there.
+    worker that stops (or pauses its claims) in the meantime says no there. For a job
+    with a concurrency limit the finish may ask it inside its transaction, to claim the
+    job the slot passes to (``models.slot_hand_on``).
     """
 
     queues: Sequence[str]
@@ -91,13 +94,24 @@ class Storage:
 
         Raises only what ``record`` raises (the database stayed unreachable).
         """
-        recorded = claimed.record(outcome)
-        claimed_next, failed = self.claim_next(then_claim)
+        hand_on = _hand_on(claimed, outcome, then_claim)
+        recorded = claimed.record(outcome, hand_on=hand_on)
+        if hand_on is not None and hand_on.claimed is not None:
+            return Finished(recorded, [hand_on.claimed])  # the job the slot passed to
+        allowed = None if hand_on is None else hand_on.answer
+        claimed_next, failed = self.claim_next(then_claim, allowed=allowed)
         return Finished(recorded, claimed_next, failed)
 
-    def claim_next(self, then_claim: ClaimNext | None) -> tuple[list | None, bool]:
-        """Claim as ``then_claim`` asks, in a statement of its own: (claimed, failed)."""
-        if then_claim is None or not then_claim.allowed():
+    def claim_next(
+        self, then_claim: ClaimNext | None, *, allowed: bool | None = None
+    ) -> tuple[list | None, bool]:
+        """Claim as ``then_claim`` asks, in a statement of its own: (claimed, failed).
+
+        ``allowed``: the answer ``then_claim.allowed()`` already gave, if it was asked.
+        """
+        if then_claim is None:
+            return None, False
+        if not (then_claim.allowed() if allowed is None else allowed):
             return None, False
         try:
             return self.claim(then_claim.queues, then_claim.limit, then_claim.process), False
@@ -114,3 +128,14 @@ class Storage:
 
     def notify_ended(self, job_ids: Iterable[int]) -> None:
         """Wake whoever waits for the end of one of ``job_ids`` (on commit)."""
+
+
+def _hand_on(
+    claimed: ClaimedExecution, outcome: Outcome, then_claim: ClaimNext | None
+) -> SlotHandOn | None:
+    """The thread's offer to claim the job a concurrency slot passes to, where one may."""
+    if then_claim is None or then_claim.limit != 1 or not outcome.hands_off_slot:
+        return None
+    if not claimed.job.is_concurrency_limited:
+        return None
+    return SlotHandOn(then_claim.queues, then_claim.process, then_claim.allowed)

@@ -1,0 +1,12 @@
+"""The task bench/hot_key.py enqueues: 10 ms of work, at most two at a time."""
+
+import time
+
+from steady_queue.compat import task
+from steady_queue.concurrency import limits_concurrency
+
+
+@limits_concurrency(key="hot", to=2)
+@task()
+def hot(seconds: float):
+    time.sleep(seconds)

@@ -1,0 +1,208 @@
+"""A finishing worker thread takes the job its concurrency slot passes to (slot_hand_on).
+
+Run on every storage of the database under test, like the contract tests: the hand-on
+is the portable finish's, which the fast storages fall back to for limited jobs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test.utils import CaptureQueriesContext
+
+from steady_queue import db, storage
+from steady_queue.concurrency import limit_for
+from steady_queue.models import (
+    BlockedExecution,
+    ClaimedExecution,
+    Job,
+    Pause,
+    ReadyExecution,
+    Semaphore,
+)
+from steady_queue.models.claimed_finish import Failure, Success
+from tests import tasks
+from tests.tasks import features as limited_tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def enqueued(store, *calls) -> list[Job]:
+    return store.enqueue(
+        [Job.for_task_call(task, args, {}, backend="default") for task, *args in calls]
+    )
+
+
+def state_of(job: Job) -> str:
+    return Job.objects.with_execution().get(pk=job.pk).state
+
+
+def two_exclusive(store, queue_name: str = "default") -> tuple[Job, Job]:
+    task = limited_tasks.exclusive.using(queue_name=queue_name)
+    return tuple(enqueued(store, (task, 1), (task, 2)))
+
+
+def slots_free(job: Job) -> int:
+    return Semaphore.objects.get(key=job.concurrency_key).value
+
+
+def test_the_finishing_thread_claims_the_job_its_slot_passes_to(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    asked = []
+
+    def allowed():
+        asked.append(True)
+        return True
+
+    then = storage.ClaimNext(["*"], process, allowed=allowed)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert finished.recorded and not finished.claim_failed
+    assert [c.job_id for c in finished.claimed] == [second.pk]
+    assert finished.claimed[0].job.pk == second.pk  # loaded: the thread runs it at once
+    assert asked == [True]
+    assert ClaimedExecution.objects.get().process_id == process.pk
+    assert not BlockedExecution.objects.exists() and not ReadyExecution.objects.exists()
+    assert slots_free(first) == 0  # the slot stayed taken: now the second job's
+    assert Job.objects.get(pk=first.pk).finished_at is not None
+
+
+def test_the_handed_job_ends_and_gives_the_slot_back(store, process):
+    first, _second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    then = storage.ClaimNext(["*"], process)
+    (following,) = store.finish(claimed, Success([0.0, 0.0]), then_claim=then).claimed
+
+    finished = store.finish(following, Success([0.0, 0.0]), then_claim=then)
+
+    assert finished.recorded and finished.claimed == []
+    assert Job.objects.filter(finished_at__isnull=True).count() == 0
+    assert slots_free(first) == 1
+
+
+def test_a_failure_hands_its_slot_on_too(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+
+    then = storage.ClaimNext(["*"], process)
+    finished = store.finish(claimed, Failure(ValueError("no")), then_claim=then)
+
+    assert state_of(first) == "failed"
+    assert [c.job_id for c in finished.claimed] == [second.pk]
+
+
+def test_a_thread_that_may_not_claim_leaves_the_job_ready(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    asked = []
+
+    then = storage.ClaimNext(["*"], process, allowed=lambda: asked.append(True) or False)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert finished.recorded and finished.claimed is None
+    assert asked == [True]  # asked once, not again for a claim from ready
+    assert state_of(second) == "ready" and slots_free(first) == 0
+
+
+def test_a_job_of_a_queue_the_worker_does_not_poll_goes_to_ready(store, process):
+    _first, second = two_exclusive(store, queue_name="background")
+    (claimed,) = store.claim(["background"], 1, process)
+
+    then = storage.ClaimNext(["beta*", "default"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert finished.claimed == []
+    assert state_of(second) == "ready"
+
+
+def test_a_wildcard_the_job_matches_takes_it(store, process):
+    _first, second = two_exclusive(store, queue_name="beta_two")
+    (claimed,) = store.claim(["*"], 1, process)
+
+    then = storage.ClaimNext(["low", "beta*"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert [c.job_id for c in finished.claimed] == [second.pk]
+
+
+def test_a_paused_queue_keeps_the_job_ready(store, process):
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    Pause.objects.create(queue_name="default")
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert finished.claimed == []
+    assert state_of(second) == "ready"
+
+
+def test_a_key_over_its_limit_gives_the_slot_back_instead(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    # An operator released a third job by hand: the key counts two holders for one slot.
+    Semaphore.take_over_limit(first.concurrency_key, limit_for(first.task_path))
+    assert slots_free(first) == -1
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert finished.claimed == []
+    assert state_of(second) == "blocked" and slots_free(first) == 0
+
+
+def test_a_lost_claim_hands_nothing_on(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    ClaimedExecution.objects.filter(job_id=first.pk).delete()  # failed by a supervisor
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert not finished.recorded
+    assert state_of(second) == "blocked"
+
+
+def test_the_highest_priority_blocked_job_is_the_one_handed_on(store, process):
+    low = limited_tasks.exclusive.using(priority=1)
+    high = limited_tasks.exclusive.using(priority=5)
+    _first, _, urgent = enqueued(store, (low, 1), (low, 2), (high, 3))
+    (claimed,) = store.claim(["*"], 1, process)
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert [c.job_id for c in finished.claimed] == [urgent.pk]
+
+
+def test_handing_on_costs_fewer_statements_than_a_release_and_a_claim(store, process):
+    def cost(then_claim) -> int:
+        ReadyExecution.objects.all().delete()
+        _first, second = two_exclusive(store)
+        (claimed,) = store.claim(["*"], 1, process)
+        with CaptureQueriesContext(db.connection()) as queries:
+            finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then_claim)
+            if then_claim is None:
+                claimed_next = store.claim(["*"], 1, process)
+            else:
+                claimed_next = finished.claimed
+        assert [c.job_id for c in claimed_next] == [second.pk]
+        store.finish(claimed_next[0], Success([0.0, 0.0]))
+        return len(queries)
+
+    released = cost(None)  # the slot goes back, the job to ready, then a claim
+    handed = cost(storage.ClaimNext(["*"], process))
+    assert handed <= released - 4, (handed, released)
+
+
+def test_an_unlimited_job_claims_its_next_job_the_usual_way(store, process):
+    _first, second = enqueued(store, (tasks.add, 1, 1), (tasks.add, 2, 2))
+    (claimed,) = store.claim(["*"], 1, process)
+
+    finished = store.finish(claimed, Success(2), then_claim=storage.ClaimNext(["*"], process))
+
+    assert [c.job_id for c in finished.claimed] == [second.pk]
