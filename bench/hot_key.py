@@ -7,8 +7,10 @@ Enqueues ``--jobs`` jobs of ``bench.hot_key_tasks.hot`` (``limits_concurrency(ke
 to=2)``, each sleeping ``--work`` seconds) into empty tables, then runs the real
 ``manage.py steady_queue`` (each ``--configs`` entry, processes x threads, with one
 dispatcher) until they are all finished. The slots are busy while a job of the key runs:
-busy = the sum of the runs (start to finish) / (2 x (last finish - first start)). Every
-hand-off from a finishing job to the next blocked one is time a slot stands idle. Each
+the task returns when its work began and ended, and busy = the sum of the work / (2 x
+(last end - first beginning)). Every hand-off from a finishing job to the next blocked
+one (recording the outcome, moving the slot, claiming, starting the next) is time a
+slot stands idle. Each
 figure is the median of ``--rounds`` rounds, the configurations taking turns.
 The database (``--name``, default sq_bench_hot_key) is dropped and created again.
 """
@@ -85,19 +87,14 @@ def _round(options: argparse.Namespace, config: str) -> dict[str, float]:
 
 
 def _runs() -> list[tuple[float, float]]:
-    from django.utils.dateparse import parse_datetime
-
+    """When each job's work began and ended, in order of beginning (the task tells)."""
     from steady_queue.models import Job
 
-    rows = Job.objects.values_list("attempts", "finished_at")
-    return sorted(
-        (parse_datetime(attempts[-1]["started_at"]).timestamp(), finished.timestamp())
-        for attempts, finished in rows
-    )
+    return sorted(tuple(value) for value in Job.objects.values_list("return_value", flat=True))
 
 
 def _figures(runs: list[tuple[float, float]]) -> dict[str, float]:
-    """Busy fraction of the slots, and the median gap between a finish and the next start."""
+    """Busy fraction of the slots, and the median gap between an end and the next beginning."""
     span = max(end for _, end in runs) - runs[0][0]
     busy = sum(end - start for start, end in runs) / (SLOTS * span)
     # Each start after the first two waited for a slot: the gap since the latest finish

@@ -8,5 +8,8 @@ from steady_queue.concurrency import limits_concurrency
 
 @limits_concurrency(key="hot", to=2)
 @task()
-def hot(seconds: float):
+def hot(seconds: float) -> list[float]:
+    """Work for ``seconds``; return when the work began and ended (the slot's busy time)."""
+    began = time.time()
     time.sleep(seconds)
+    return [began, time.time()]

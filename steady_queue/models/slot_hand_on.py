@@ -45,7 +45,7 @@ class SlotHandOn:
 
     def takes(self, queue_name: str) -> bool:
         """Whether this thread claims a job of ``queue_name`` now (asks allowed() once)."""
-        if not any(_matches(entry, queue_name) for entry in self.queues):
+        if not any(_polls(entry, queue_name) for entry in self.queues):
             return False
         if Pause.objects.filter(queue_name=queue_name).exists():
             return False
@@ -84,3 +84,8 @@ def _locked(relation):
             skip_locked=features.has_select_for_update_skip_locked, of=("self",)
         )
     return relation.locked()
+
+
+def _polls(entry: str, queue_name: str) -> bool:
+    """Whether a worker's queue entry (a name, ``*``, or ``prefix*``) covers ``queue_name``."""
+    return _matches(entry, queue_name) if "*" in entry else entry == queue_name

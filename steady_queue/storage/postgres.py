@@ -81,6 +81,10 @@ class PostgresStorage(Storage):
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
     ) -> Finished:
         """A plain success in one statement, which also claims the next job when asked."""
+        from . import postgres_hand_on  # it builds on this module's statements
+
+        if postgres_hand_on.applies(claimed, outcome, then_claim):
+            return postgres_hand_on.finish(self, claimed, outcome, then_claim)
         if not (isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)):
             return super().finish(claimed, outcome, then_claim=then_claim)
         along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None

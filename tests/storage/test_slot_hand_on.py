@@ -115,6 +115,17 @@ def test_a_job_of_a_queue_the_worker_does_not_poll_goes_to_ready(store, process)
     assert state_of(second) == "ready"
 
 
+def test_a_queue_named_like_the_start_of_the_jobs_queue_is_another_queue(store, process):
+    _first, second = two_exclusive(store, queue_name="beta_one")
+    (claimed,) = store.claim(["*"], 1, process)
+
+    then = storage.ClaimNext(["beta", "beta_"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert finished.claimed == []
+    assert state_of(second) == "ready"
+
+
 def test_a_wildcard_the_job_matches_takes_it(store, process):
     _first, second = two_exclusive(store, queue_name="beta_two")
     (claimed,) = store.claim(["*"], 1, process)
@@ -197,6 +208,8 @@ def test_handing_on_costs_fewer_statements_than_a_release_and_a_claim(store, pro
     released = cost(None)  # the slot goes back, the job to ready, then a claim
     handed = cost(storage.ClaimNext(["*"], process))
     assert handed <= released - 4, (handed, released)
+    if type(store).__name__ == "PostgresStorage":
+        assert handed == 3  # BEGIN, one statement (storage/postgres_hand_on.py), COMMIT
 
 
 def test_an_unlimited_job_claims_its_next_job_the_usual_way(store, process):

@@ -1,0 +1,121 @@
+"""A limited job's success and its slot's hand-on in one statement on PostgreSQL.
+
+The portable finish of a job with a concurrency limit hands its slot on with about ten
+statements (``models.slot_hand_on``): its job's key stands idle for all of them. Here
+one statement deletes the claim, marks the job finished, locks the next blocked job of
+the key, renews the semaphore, and moves that job from blocked to claimed for the
+finishing thread, in the same transaction as the portable hand-on would be and with
+the same locks. When the slot cannot pass that way (no job blocked on the key, its queue
+not polled by this worker or paused, the key over its limit or expired) the slot goes
+back the portable way in the same transaction, after the statement.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+from django.utils import timezone
+
+import steady_queue
+
+from .. import db
+from ..models import BlockedExecution, ClaimedExecution, Job, Pause, Semaphore
+from ..models.claimed_finish import Success
+from .base import ClaimNext, Finished
+from .postgres import _finish_params, _finishing, _jobs_from_rows, _nulls, _prepared_cursor
+from .sql import columns, table
+
+if TYPE_CHECKING:
+    from ..models.attempt import Attempt
+
+
+def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
+    """Whether this finish is a limited job's plain success whose thread claims one more."""
+    job = claimed.job
+    in_group = job.batch_id is not None or job.workflow_run_id is not None
+    return (
+        isinstance(outcome, Success)
+        and then_claim is not None
+        and then_claim.limit == 1
+        and claimed.process_id is not None
+        and bool(job.concurrency_key)
+        and job.concurrency_limit is not None
+        and not (job.unique_key or in_group)
+        and steady_queue.preserve_finished_jobs
+    )
+
+
+def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:
+    """Record ``outcome`` and pass the slot to the next blocked job, claimed for the thread."""
+    allowed = then_claim.allowed()  # asked once, before the statement that would claim
+    if not allowed:
+        return Finished(claimed.record(outcome))  # the portable finish: the job goes to ready
+    handed: list[ClaimedExecution] = []
+
+    def write(attempt: Attempt) -> bool:
+        handed.clear()  # a retried write starts again
+        with db.atomic():
+            recorded, following = _finish_and_hand_on(claimed, attempt, outcome, then_claim)
+            if recorded and following is None:
+                claimed.job.unblock_next_blocked_job()  # the slot back, the job to ready
+        handed.extend([following] if following is not None else [])
+        return recorded
+
+    recorded = claimed.record(outcome, write=write)
+    if handed:
+        return Finished(recorded, handed)
+    claimed_next, failed = storage.claim_next(then_claim, allowed=True)
+    return Finished(recorded, claimed_next, failed)
+
+
+def _finish_and_hand_on(
+    claimed: ClaimedExecution, attempt: Attempt, outcome: Success, then_claim: ClaimNext
+) -> tuple[bool, ClaimedExecution | None]:
+    job, process, now = claimed.job, then_claim.process, timezone.now()
+    queues = list(then_claim.queues) or ["*"]
+    matching = [] if "*" in queues else _queue_patterns(queues)
+    params = _finish_params(claimed, attempt, outcome.return_value)
+    params += [job.concurrency_key, *matching]
+    params += [now + job.concurrency_limit.expires_in, job.concurrency_key]
+    params += [process.pk if process else None, now]
+    with _prepared_cursor() as cursor:
+        cursor.execute(_sql(len(matching)), params)
+        rows = cursor.fetchall()
+    recorded = rows[0][0] == 1
+    jobs = _jobs_from_rows([row[1:] for row in rows if row[1] is not None])
+    following = ClaimedExecution.claimed_for(jobs[0], process, now) if jobs else None
+    return recorded, following
+
+
+def _queue_patterns(queues: list[str]) -> list[str]:
+    """LIKE patterns for the worker's queues: exact names, or prefixes for ``name*``."""
+    escaped = [q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") for q in queues]
+    pairs = zip(queues, escaped, strict=True)
+    return [e.removesuffix("*") + "%" if "*" in q else e for q, e in pairs]
+
+
+@functools.cache
+def _sql(patterns: int) -> str:
+    # One row, however it went: how many jobs finished (1 or 0), and the job handed on.
+    fields = Job._meta.concrete_fields
+    polled = " OR ".join(["top.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
+    finished = "(SELECT count(*) FROM finished)"
+    return (
+        f"WITH {_finishing(False)}, "
+        # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
+        f"top AS MATERIALIZED (SELECT job_id, queue_name FROM {table(BlockedExecution)} "
+        "WHERE concurrency_key = %s AND EXISTS (SELECT FROM finished) "
+        "ORDER BY priority DESC, job_id LIMIT 1 FOR UPDATE SKIP LOCKED), "
+        f"taken AS MATERIALIZED (SELECT job_id FROM top WHERE ({polled}) AND NOT EXISTS "
+        f"(SELECT FROM {table(Pause)} p WHERE p.queue_name = top.queue_name)), "
+        f"slot AS (UPDATE {table(Semaphore)} SET expires_at = %s "
+        "WHERE key = %s AND value >= 0 AND EXISTS (SELECT FROM taken) RETURNING key), "
+        f"unblocked AS (DELETE FROM {table(BlockedExecution)} b USING taken "
+        "WHERE b.job_id = taken.job_id AND EXISTS (SELECT FROM slot) RETURNING b.job_id), "
+        f"handed AS (INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
+        "SELECT job_id, %s, %s FROM unblocked RETURNING job_id) "
+        f"SELECT {finished}, {columns(fields, 'j.')} FROM handed "
+        f"JOIN {table(Job)} j ON j.id = handed.job_id "
+        f"UNION ALL SELECT {finished}, {_nulls(fields)} WHERE NOT EXISTS (SELECT FROM handed)"
+    )
