@@ -48,9 +48,15 @@ def _postgres() -> type[Storage]:
     return PostgresStorage
 
 
+def _sqlite() -> type[Storage]:
+    from .sqlite import SqliteStorage
+
+    return SqliteStorage
+
+
 #: The fast storage of each database vendor (a factory, so that psycopg is imported
 #: only where it is used); vendors not listed use the portable Storage.
-IMPLEMENTATIONS = {"postgresql": _postgres}
+IMPLEMENTATIONS = {"postgresql": _postgres, "sqlite": _sqlite}
 
 
 def for_alias(alias: str | None = None) -> Storage:

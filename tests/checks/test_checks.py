@@ -11,6 +11,7 @@ from django.core.management.base import SystemCheckError
 
 import steady_queue
 from steady_queue.checks.recurring import check_recurring_tasks
+from steady_queue.checks.setup import check_sqlite_concurrency
 from steady_queue.recurring_task import recurring
 from steady_queue.routers import check_queue_database
 from tests import tasks as foundation_tasks
@@ -102,3 +103,69 @@ def test_bad_decorator_arguments_fail_at_import_with_the_reason():
         limits_concurrency(key="k", on_conflict="queue")
     with pytest.raises(ValueError, match="attempts"):
         retry_policy(attempts=0)
+
+
+SQLITE = "django.db.backends.sqlite3"
+CONCURRENT = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL;",
+}
+
+
+@pytest.fixture
+def sqlite_queue_databases(monkeypatch):
+    """Both queue databases ("default", and "billing" of the billing backend) on SQLite."""
+    from django.conf import settings
+
+    def configure(**options_by_alias) -> None:
+        for alias, options in options_by_alias.items():
+            config = {**settings.DATABASES[alias], "ENGINE": SQLITE, "OPTIONS": options}
+            monkeypatch.setitem(settings.DATABASES, alias, config)
+
+    return configure
+
+
+def test_sqlite_set_up_for_concurrent_workers_passes(sqlite_queue_databases):
+    sqlite_queue_databases(default=CONCURRENT, billing={**CONCURRENT, "timeout": 10})
+    assert check_sqlite_concurrency() == []
+
+
+def test_sqlite_without_wal_is_reported_with_the_settings_to_use(sqlite_queue_databases):
+    sqlite_queue_databases(default={**CONCURRENT, "init_command": ""}, billing=CONCURRENT)
+
+    [warning] = check_sqlite_concurrency()
+
+    assert messages([warning]) == [
+        "steady_queue.W001 SQLite database 'default' is not configured for concurrent "
+        "workers: no WAL journal (readers and the writer wait for each other)."
+    ]
+    assert warning.hint.startswith(
+        'Set DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", '
+        '"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}'
+    )
+
+
+@pytest.mark.parametrize(("timeout", "said"), [(None, "5 s, unset"), (2, "2 s"), (9.5, "9.5 s")])
+def test_sqlite_with_no_or_a_short_busy_timeout_is_reported(sqlite_queue_databases, timeout, said):
+    options = {key: value for key, value in CONCURRENT.items() if key != "timeout"}
+    if timeout is not None:
+        options["timeout"] = timeout
+    sqlite_queue_databases(default=CONCURRENT, billing=options)
+
+    assert messages(check_sqlite_concurrency()) == [
+        "steady_queue.W001 SQLite database 'billing' is not configured for concurrent "
+        f"workers: a busy timeout under 10 s ({said})."
+    ]
+
+
+def test_sqlite_with_django_defaults_is_reported_for_everything_it_lacks(sqlite_queue_databases):
+    sqlite_queue_databases(default={}, billing=CONCURRENT)
+
+    [warning] = check_sqlite_concurrency()
+
+    assert warning.msg.split(": ", 1)[1].split("; ") == [
+        "no WAL journal (readers and the writer wait for each other)",
+        "a busy timeout under 10 s (5 s, unset)",
+        "deferred transactions (a write after a read fails when another wrote).",
+    ]

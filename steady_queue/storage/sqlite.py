@@ -1,0 +1,168 @@
+"""The hot paths on SQLite: each one write transaction of as few statements as it can be.
+
+SQLite has one writer at a time and no round trips: what a path costs is its Python
+(the ORM's, per statement) and how long it holds the write lock. The portable paths
+take a transaction per step: a busy worker thread sends 11 statements per job (its
+finish, then the pauses and a claim of five statements), a worker polling for 5 threads
+5.4. Here (SQLite >= 3.35, for ``RETURNING``; older ones take the portable paths):
+
+- claim: ``BEGIN IMMEDIATE``, one ``DELETE ... RETURNING`` that takes the best ready
+  rows and returns their jobs' rows, one multi-row INSERT of the claims, COMMIT
+  (sqlite_claim);
+- finish a plain success, and claim the thread's next job with it: one transaction
+  deleting the claim, marking the job finished and claiming (6 statements per job);
+- enqueue due, unlimited jobs: the jobs' INSERT ... RETURNING id and their ready rows'
+  INSERT, multi-row for many (sqlite_enqueue).
+
+The uncommon cases (scheduled, concurrency-limited or unique jobs, jobs of a group,
+failures) take the portable paths, as on PostgreSQL.
+
+Every transaction here starts with ``BEGIN IMMEDIATE``, whatever the project's
+``transaction_mode``: it takes the write lock at once, waiting for it up to the busy
+timeout (the "timeout" OPTION), so a transaction that reads before it writes (a
+wildcard's queue names) cannot fail with "database is locked" when it comes to write.
+Run the database in WAL mode with a busy timeout of several seconds (system check
+steady_queue.W001 says how): readers (the dashboard) then never wait for a writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from .. import db
+from ..models import ClaimedExecution, Job
+from ..models.claimed_finish import Outcome, Success
+from . import sqlite_claim, sqlite_enqueue
+from .base import ClaimNext, Finished, Storage
+from .sql import table
+
+if TYPE_CHECKING:
+    from ..models import Process
+    from ..models.attempt import Attempt
+
+logger = logging.getLogger("steady_queue.claims")
+
+#: DELETE/INSERT ... RETURNING came with SQLite 3.35.
+MIN_VERSION = (3, 35, 0)
+
+# Set while this thread is inside a write transaction of this module.
+_writing: ContextVar[bool] = ContextVar("steady_queue_sqlite_writing", default=False)
+
+
+def available() -> bool:
+    """Whether the SQLite library Python runs has what the fast paths use."""
+    return sqlite3.sqlite_version_info >= MIN_VERSION
+
+
+@contextlib.contextmanager
+def write_transaction() -> Iterator[None]:
+    """A transaction on the queue database that holds SQLite's write lock from its start.
+
+    Inside a caller's transaction it is a savepoint of it (the caller chose how it
+    began); inside one of this module's, nothing more: a failure rolls it all back.
+    """
+    connection = db.connection()
+    if connection.in_atomic_block:
+        with db.atomic(savepoint=not _writing.get()):
+            yield
+        return
+    connection.ensure_connection()  # connecting sets transaction_mode from the settings
+    chosen, connection.transaction_mode = connection.transaction_mode, "IMMEDIATE"
+    token = _writing.set(True)
+    try:
+        with db.atomic():
+            connection.transaction_mode = chosen
+            yield
+    finally:
+        connection.transaction_mode = chosen
+        _writing.reset(token)
+
+
+class SqliteStorage(Storage):
+    """Claim, finish (with the next claim) and enqueue, each one write transaction."""
+
+    def enqueue(self, jobs: list[Job]) -> list[Job]:
+        # A unique job's key is taken through the ORM (UniqueLock): the portable path.
+        plain = all(job.is_ready_on_enqueue and not job.unique_key for job in jobs)
+        if not (jobs and plain and available()):
+            return super().enqueue(jobs)
+        with write_transaction():
+            sqlite_enqueue.insert_ready(jobs, timezone.now())
+        return jobs
+
+    def claim(
+        self, queues: Sequence[str], limit: int, process: Process | None
+    ) -> list[ClaimedExecution]:
+        if not available():
+            return super().claim(queues, limit, process)
+        with write_transaction():
+            return sqlite_claim.claim(queues, limit, process)
+
+    def finish(
+        self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
+    ) -> Finished:
+        """A plain success in one transaction, which also claims the next job when asked."""
+        plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
+        if not (plain and available()):
+            return super().finish(claimed, outcome, then_claim=then_claim)
+        asked: list[bool] = []  # then_claim.allowed()'s one answer
+        made: list[list[ClaimedExecution]] = []  # what a committed transaction claimed
+
+        def write(attempt: Attempt) -> bool:
+            if then_claim is None or asked:  # nothing to claim, or a retry: finish only
+                with write_transaction():
+                    return _record_success(claimed, attempt, outcome.return_value)
+            try:
+                with write_transaction():
+                    recorded = _record_success(claimed, attempt, outcome.return_value)
+                    asked.append(then_claim.allowed())
+                    claimed_next = (
+                        self.claim(then_claim.queues, then_claim.limit, then_claim.process)
+                        if asked[0]
+                        else None
+                    )
+            except Exception as exc:
+                if not asked or not asked[0]:
+                    raise  # the finish failed: ClaimedExecution.record decides
+                # The claim failed and rolled the finish back with it: finish alone.
+                logger.debug("Could not claim a next job: %s", exc)
+                with write_transaction():
+                    return _record_success(claimed, attempt, outcome.return_value)
+            if claimed_next is not None:
+                made.append(claimed_next)
+            return recorded
+
+        recorded = claimed.record(outcome, write=write)
+        if asked and asked[0]:
+            # Asked and made, or asked and failed (may have claimed: it was rolled back).
+            return Finished(recorded, made[0] if made else None, claim_failed=not made)
+        return Finished(recorded)
+
+
+def _record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> bool:
+    """Delete the claim if it is still ours and mark its job finished; whether it was."""
+    connection = db.connection()
+    fields, now = Job._meta, attempt.finished_at
+    finished_at = fields.get_field("finished_at").get_db_prep_save(now, connection)
+    value = fields.get_field("return_value").get_db_prep_save(return_value, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND process_id IS %s",
+            [claimed.job_id, claimed.process_id],
+        )
+        if cursor.rowcount != 1:
+            return False  # lost (pruned, released): nothing changes
+        cursor.execute(
+            f"UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
+            "attempts = json_insert(attempts, '$[#]', json(%s)), updated_at = %s WHERE id = %s",
+            [finished_at, value, json.dumps(attempt.to_dict()), finished_at, claimed.job_id],
+        )
+    return True

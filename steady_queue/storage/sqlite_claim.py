@@ -1,0 +1,165 @@
+"""Claim on SQLite: the best ready jobs taken, their claims stored, their rows loaded.
+
+One ``DELETE ... RETURNING`` (SQLite 3.35+) takes the ready rows and returns each job's
+row with them (a correlated lookup by primary key per column, evaluated only for the
+rows deleted); one multi-row INSERT stores the claims. Both run in the caller's write
+transaction (``sqlite.write_transaction``): SQLite has one writer at a time, so nothing
+needs locking row by row, and a claim is as atomic as the transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from django.utils import timezone
+
+from .. import db
+from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
+from ..models.execution import POLL_ORDER
+from ..models.queue_selector import QueueSelector
+from .sql import table
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+def claim(queues: Sequence[str], limit: int, process: Process | None) -> list[ClaimedExecution]:
+    """Claim as ``ReadyExecution.claim`` does; run inside a write transaction.
+
+    ``*`` is one statement while nothing is paused (any list holding ``*`` reads every
+    queue, as the portable claim does); exact names are one statement however many,
+    read in their order. Only wildcards, an empty ``*`` poll and ``*`` with paused
+    queues ask for the queues first (the selector's queries).
+    """
+    queues = list(queues) or ["*"]
+    if "*" in queues:
+        claimed = _take(None, limit, process)
+        if claimed:
+            return claimed  # nothing is paused: the statement read every queue
+        names = QueueSelector(["*"], ReadyExecution.objects.all()).scoped_queues()
+        if names == [None]:
+            return []  # nothing paused, nothing ready
+    elif any("*" in entry for entry in queues):
+        names = QueueSelector(queues, ReadyExecution.objects.all()).scoped_queues()
+    else:
+        names = list(dict.fromkeys(queues))
+    return _take(names, limit, process) if names else []
+
+
+def _take(names: list[str] | None, limit: int, process: Process | None) -> list[ClaimedExecution]:
+    """Take up to ``limit`` ready jobs of ``names`` in order (None: of every queue)."""
+    now = timezone.now()
+    params: list = [] if names is None else [value for name in names for value in (name, limit)]
+    if names is None or len(names) > 1:
+        params.append(limit)  # of all the queues together
+    params += [] if process is None else [process.pk]
+    with db.connection().cursor() as cursor:
+        cursor.execute(_claim_sql(len(names) if names else 0, process is not None), params)
+        jobs = _jobs_from_rows(cursor.fetchall(), names or [])
+        if jobs:
+            _insert_claims(cursor, [job.pk for job in jobs], process, now)
+    return [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
+
+
+def _insert_claims(cursor, job_ids: list[int], process: Process | None, now) -> None:
+    connection = db.connection()
+    created_at = ClaimedExecution._meta.get_field("created_at").get_db_prep_save(now, connection)
+    process_id = None if process is None else process.pk
+    for chunk in chunks(job_ids, max_rows(connection, 3)):
+        cursor.execute(
+            f"INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
+            f"VALUES {', '.join(['(%s, %s, %s)'] * len(chunk))}",
+            [value for job_id in chunk for value in (job_id, process_id, created_at)],
+        )
+
+
+@functools.cache
+def _claim_sql(queue_count: int, registered: bool) -> str:
+    """The DELETE taking the best ready rows and returning their jobs' rows.
+
+    ``queue_count`` 0: every queue while nothing is paused, in POLL_ORDER (the
+    ``sq_poll_all`` index's order: no sort). Otherwise each queue's best rows in
+    POLL_ORDER (``sq_poll_by_queue``), paused ones left out, then the queues in order.
+    ``registered``: only while the claiming process's row exists (a pruned one claims
+    nothing more; see Process.row_exists).
+    """
+    ready, order = table(ReadyExecution), _poll_order()
+    paused = f"queue_name IN (SELECT queue_name FROM {table(Pause)})"
+    if queue_count == 0:
+        picked = (
+            f"SELECT job_id FROM {ready} WHERE NOT EXISTS (SELECT 1 FROM {table(Pause)}) "
+            f"ORDER BY {order} LIMIT %s"
+        )
+    elif queue_count == 1:
+        picked = (
+            f"SELECT job_id FROM {ready} WHERE queue_name = %s AND NOT {paused} "
+            f"ORDER BY {order} LIMIT %s"
+        )
+    else:  # sorts at most queue_count * limit rows, in memory
+        branches = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT job_id, priority, {position} AS position FROM {ready} "
+            f"WHERE queue_name = %s AND NOT {paused} ORDER BY {order} LIMIT %s)"
+            for position in range(queue_count)
+        )
+        picked = f"SELECT job_id FROM ({branches}) ORDER BY position, {order} LIMIT %s"
+    alive = f" AND EXISTS (SELECT 1 FROM {table(Process)} WHERE id = %s)" if registered else ""
+    return (
+        f"DELETE FROM {ready} WHERE job_id IN ({picked}){alive} "
+        f"RETURNING {_job_columns(f'{ready}.job_id')}"
+    )
+
+
+@functools.cache
+def _poll_order() -> str:
+    """POLL_ORDER as SQL: the columns of the poll indexes, in their order."""
+    terms = []
+    for name in POLL_ORDER:
+        column = ReadyExecution._meta.get_field(name.lstrip("-")).column
+        terms.append(f"{column} DESC" if name.startswith("-") else column)
+    return ", ".join(terms)
+
+
+def _job_columns(job_id: str) -> str:
+    """The job's columns, each looked up by primary key (RETURNING reads one table)."""
+    quote, jobs = db.connection().ops.quote_name, table(Job)
+    return ", ".join(
+        f"(SELECT {quote(field.column)} FROM {jobs} WHERE id = {job_id})"
+        for field in Job._meta.concrete_fields
+    )
+
+
+def _jobs_from_rows(rows: list[tuple], names: list[str]) -> list[Job]:
+    """Jobs from their rows, converted as Django would, in claim order."""
+    connection, alias = db.connection(), db.alias()
+    attnames, converters = _converters(connection)
+    jobs = []
+    for row in rows:
+        values = list(row)
+        for index, column, converter in converters:
+            values[index] = converter(values[index], column, connection)
+        jobs.append(Job.from_db(alias, attnames, values))
+    position = {name: index for index, name in enumerate(names)}
+    return sorted(jobs, key=lambda job: (position.get(job.queue_name, 0), -job.priority, job.pk))
+
+
+@functools.lru_cache(maxsize=64)  # a connection per thread: a worker's threads, and a few
+def _converters(connection) -> tuple[list[str], list[tuple]]:
+    """The jobs' attribute names, and each column's converters from SQLite's values."""
+    fields, converters = Job._meta.concrete_fields, []
+    for index, field in enumerate(fields):
+        column = field.get_col(Job._meta.db_table)
+        every = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        converters += [(index, column, converter) for converter in every]
+    return [field.attname for field in fields], converters
+
+
+def max_rows(connection, columns_per_row: int) -> int:
+    """How many rows one INSERT may carry within SQLite's limit on parameters."""
+    return max(1, connection.features.max_query_params // columns_per_row)
+
+
+def chunks(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

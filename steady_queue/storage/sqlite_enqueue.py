@@ -1,0 +1,78 @@
+"""Enqueue on SQLite: due, unlimited jobs and their ready executions, in multi-row INSERTs.
+
+The jobs go in one ``INSERT ... RETURNING id`` (several when SQLite's limit on
+parameters needs it), their ready rows in another, inside the caller's write
+transaction; the rows are built straight from the fields, without the ORM's
+``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
+path. Nobody is told: SQLite's idle workers watch the database's files.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+from django.db.models import Field
+
+from .. import db
+from ..models import Job, ReadyExecution
+from ..models.execution import READY_COPIED_FIELDS
+from .sql import columns, table
+from .sqlite_claim import chunks, max_rows
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+# The ready row of a job: its id, what it copies from the job, and when.
+READY_COLUMNS = ["job_id", *READY_COPIED_FIELDS, "created_at"]
+
+
+def insert_ready(jobs: list[Job], now: datetime) -> None:
+    """Insert ``jobs`` (due, not limited, not unique) and their ready rows; set their ids.
+
+    Runs inside a transaction; the ids are set on the jobs only once every row is in.
+    """
+    connection, fields = db.connection(), _job_fields()
+    rows = [
+        [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
+        for job in jobs
+    ]
+    ids: list[int] = []
+    with connection.cursor() as cursor:
+        for chunk in chunks(rows, max_rows(connection, len(fields))):
+            cursor.execute(_insert_jobs_sql(len(chunk)), [value for row in chunk for value in row])
+            # One writer: the ids of one statement are consecutive, in the order of its rows.
+            ids += sorted(pk for (pk,) in cursor.fetchall())
+        created_at = ReadyExecution._meta.get_field("created_at").get_db_prep_save(now, connection)
+        ready = [
+            [pk, *(getattr(job, name) for name in READY_COPIED_FIELDS), created_at]
+            for job, pk in zip(jobs, ids, strict=True)
+        ]
+        for chunk in chunks(ready, max_rows(connection, len(READY_COLUMNS))):
+            cursor.execute(_insert_ready_sql(len(chunk)), [value for row in chunk for value in row])
+    for job, pk in zip(jobs, ids, strict=True):
+        job.pk = pk
+        job._state.adding, job._state.db = False, db.alias()
+
+
+@functools.cache
+def _job_fields() -> tuple[Field, ...]:
+    """The jobs table's columns an insert writes: all but the id."""
+    return tuple(field for field in Job._meta.concrete_fields if not field.primary_key)
+
+
+def _insert_jobs_sql(count: int) -> str:
+    fields = _job_fields()
+    row = f"({', '.join(['%s'] * len(fields))})"
+    return (
+        f"INSERT INTO {table(Job)} ({columns(fields)}) "
+        f"VALUES {', '.join([row] * count)} RETURNING id"
+    )
+
+
+def _insert_ready_sql(count: int) -> str:
+    row = f"({', '.join(['%s'] * len(READY_COLUMNS))})"
+    return (
+        f"INSERT INTO {table(ReadyExecution)} ({', '.join(READY_COLUMNS)}) "
+        f"VALUES {', '.join([row] * count)}"
+    )
