@@ -69,10 +69,17 @@ def _insert_claims(cursor, job_ids: list[int], process: Process | None, now) -> 
     process_id = None if process is None else process.pk
     for chunk in chunks(job_ids, max_rows(connection, 3)):
         cursor.execute(
-            f"INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
-            f"VALUES {', '.join(['(%s, %s, %s)'] * len(chunk))}",
+            _insert_claims_sql(len(chunk)),
             [value for job_id in chunk for value in (job_id, process_id, created_at)],
         )
+
+
+@functools.lru_cache(maxsize=32)  # by row count: up to a poll's limit
+def _insert_claims_sql(count: int) -> str:
+    return (
+        f"INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
+        f"VALUES {', '.join(['(%s, %s, %s)'] * count)}"
+    )
 
 
 @functools.cache

@@ -61,6 +61,7 @@ def _job_fields() -> tuple[Field, ...]:
     return tuple(field for field in Job._meta.concrete_fields if not field.primary_key)
 
 
+@functools.lru_cache(maxsize=32)  # by row count: one job, a full chunk, a few others
 def _insert_jobs_sql(count: int) -> str:
     fields = _job_fields()
     row = f"({', '.join(['%s'] * len(fields))})"
@@ -70,6 +71,7 @@ def _insert_jobs_sql(count: int) -> str:
     )
 
 
+@functools.lru_cache(maxsize=32)
 def _insert_ready_sql(count: int) -> str:
     row = f"({', '.join(['%s'] * len(READY_COLUMNS))})"
     return (
