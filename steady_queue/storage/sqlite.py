@@ -21,8 +21,9 @@ Every transaction here starts with ``BEGIN IMMEDIATE``, whatever the project's
 ``transaction_mode``: it takes the write lock at once, waiting for it up to the busy
 timeout (the "timeout" OPTION), so a transaction that reads before it writes (a
 wildcard's queue names) cannot fail with "database is locked" when it comes to write.
-Run the database in WAL mode with a busy timeout of several seconds (system check
-steady_queue.W001 says how): readers (the dashboard) then never wait for a writer.
+Run the database in WAL mode, with a busy timeout of 10 s or more and IMMEDIATE
+transactions for the ORM's paths (system check steady_queue.W001 says how): readers
+(the dashboard) then never wait for the writer, nor writers fail for waiting.
 """
 
 from __future__ import annotations
