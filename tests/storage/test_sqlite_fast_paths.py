@@ -21,6 +21,7 @@ from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.models.claimed_finish import Success
 from steady_queue.perform import perform
 from steady_queue.processes.worker import Worker
+from steady_queue.storage import file_changes
 from steady_queue.storage.sqlite import SqliteStorage
 from tests import tasks
 
@@ -168,6 +169,18 @@ def test_an_older_sqlite_takes_the_portable_paths(worker_process, monkeypatch):
     assert len(queries) == 7 + 4  # the portable claim and finish
 
 
+def test_an_empty_claim_leaves_the_files_alone_and_wakes_no_idle_worker(worker_process):
+    # Idle workers watch the database's files (storage.file_changes): a poll that finds
+    # nothing takes the write lock but must write nothing, or polls would wake each other.
+    files = file_changes.for_database(connection.settings_dict)
+
+    for _ in range(20):
+        assert storage.claim(["*"], 3, worker_process) == []
+        assert storage.claim(["beta*", "default"], 3, worker_process) == []
+
+    assert not files.changed()
+
+
 def test_a_lost_claim_still_claims_the_threads_next_job(worker_process):
     enqueue_all([(tasks.add, (i, i), {}) for i in range(2)])
     (claimed,) = storage.claim(["*"], 1, worker_process)
@@ -200,6 +213,33 @@ def test_threads_claiming_at_once_take_each_job_once(worker_process):
     assert errors == []
     assert sorted(taken) == sorted(Job.objects.values_list("pk", flat=True))
     assert ClaimedExecution.objects.count() == 60 and not ReadyExecution.objects.exists()
+
+
+def test_threads_claiming_through_a_wildcard_never_find_the_database_locked(
+    worker_process, monkeypatch
+):
+    # A wildcard's claim reads the queue names before it writes: begun DEFERRED (the
+    # settings' transaction_mode unset, in the threads' new connections), the write would
+    # fail with "database is locked" whenever another thread wrote in between.
+    monkeypatch.delitem(connection.settings_dict["OPTIONS"], "transaction_mode")
+    enqueue_all([(tasks.add.using(queue_name="beta_one"), (i, i), {}) for i in range(80)])
+    barrier, taken, errors = threading.Barrier(4), [], []
+
+    def claim_until_empty() -> None:
+        try:
+            assert connection.settings_dict["OPTIONS"].get("transaction_mode") is None
+            barrier.wait(timeout=10)
+            while claimed := storage.claim(["beta*"], 1, worker_process):
+                taken.extend(c.job_id for c in claimed)
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    run_threads(claim_until_empty, 4)
+
+    assert errors == []
+    assert sorted(taken) == sorted(Job.objects.values_list("pk", flat=True))
 
 
 def test_threads_finishing_the_same_claim_record_it_once(worker_process):
