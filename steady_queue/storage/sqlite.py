@@ -118,32 +118,34 @@ class SqliteStorage(Storage):
         made: list[list[ClaimedExecution]] = []  # what a committed transaction claimed
 
         def write(attempt: Attempt) -> bool:
-            if then_claim is None or asked:  # nothing to claim, or a retry: finish only
+            def finish_alone() -> bool:
                 with write_transaction():
                     return _record_success(claimed, attempt, outcome.return_value)
+
+            if then_claim is None or asked:  # nothing to claim, or a retry: finish only
+                return finish_alone()
+            claimed_next = None
             try:
                 with write_transaction():
                     recorded = _record_success(claimed, attempt, outcome.return_value)
                     asked.append(then_claim.allowed())
-                    claimed_next = (
-                        self.claim(then_claim.queues, then_claim.limit, then_claim.process)
-                        if asked[0]
-                        else None
-                    )
+                    if asked[0]:
+                        claimed_next = self.claim(
+                            then_claim.queues, then_claim.limit, then_claim.process
+                        )
             except Exception as exc:
-                if not asked or not asked[0]:
+                if not (asked and asked[0]):
                     raise  # the finish failed: ClaimedExecution.record decides
-                # The claim failed and rolled the finish back with it: finish alone.
                 logger.debug("Could not claim a next job: %s", exc)
-                with write_transaction():
-                    return _record_success(claimed, attempt, outcome.return_value)
+                return finish_alone()  # the claim's failure rolled the finish back too
             if claimed_next is not None:
                 made.append(claimed_next)
             return recorded
 
         recorded = claimed.record(outcome, write=write)
         if asked and asked[0]:
-            # Asked and made, or asked and failed (may have claimed: it was rolled back).
+            # Claimed, or failed to (rolled back, it took nothing; the worker's next poll
+            # releases what it may hold all the same).
             return Finished(recorded, made[0] if made else None, claim_failed=not made)
         return Finished(recorded)
 

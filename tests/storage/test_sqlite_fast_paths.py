@@ -12,7 +12,7 @@ import sqlite3
 import threading
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import OperationalError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue import storage
@@ -21,7 +21,7 @@ from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.models.claimed_finish import Success
 from steady_queue.perform import perform
 from steady_queue.processes.worker import Worker
-from steady_queue.storage import file_changes
+from steady_queue.storage import file_changes, sqlite_claim
 from steady_queue.storage.sqlite import SqliteStorage
 from tests import tasks
 
@@ -179,6 +179,27 @@ def test_an_empty_claim_leaves_the_files_alone_and_wakes_no_idle_worker(worker_p
         assert storage.claim(["beta*", "default"], 3, worker_process) == []
 
     assert not files.changed()
+
+
+def test_a_claim_failing_halfway_is_rolled_back_and_the_success_recorded_alone(
+    worker_process, monkeypatch
+):
+    first, second = enqueue_all([(tasks.add, (i, i), {}) for i in range(2)])
+    (claimed,) = storage.claim(["*"], 1, worker_process)
+
+    def fail_after_the_delete(*args, **kwargs):
+        raise OperationalError("disk I/O error")  # the ready row is deleted by now
+
+    monkeypatch.setattr(sqlite_claim, "_insert_claims", fail_after_the_delete)
+    then = storage.ClaimNext(["*"], worker_process)
+    finished = storage.for_alias().finish(claimed, Success(2), then_claim=then)
+
+    assert finished.recorded and finished.claimed is None and finished.claim_failed
+    job = Job.objects.get(pk=claimed.job_id)
+    assert job.finished_at is not None and len(job.attempts) == 1
+    assert not ClaimedExecution.objects.exists()
+    left = second if claimed.job_id == int(first.id) else first
+    assert list(ReadyExecution.objects.values_list("job_id", flat=True)) == [int(left.id)]
 
 
 def test_a_lost_claim_still_claims_the_threads_next_job(worker_process):
