@@ -30,8 +30,9 @@ def claim(queues: Sequence[str], limit: int, process: Process | None) -> list[Cl
 
     ``*`` is one statement while nothing is paused (any list holding ``*`` reads every
     queue, as the portable claim does); exact names are one statement however many,
-    read in their order. Only wildcards, an empty ``*`` poll and ``*`` with paused
-    queues ask for the queues first (the selector's queries).
+    read in their order. Wildcards ask for the queue names first (the selector's
+    queries); a poll of ``*`` that found nothing asks whether some queue is paused,
+    and if one is, claims from the others queue by queue, as the portable claim does.
     """
     queues = list(queues) or ["*"]
     if "*" in queues:
