@@ -116,17 +116,27 @@ class AsyncSlots:
 
     def start(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name=f"{self.name}-loop", daemon=True
-        )
+        self._thread = threading.Thread(target=self._serve, name=f"{self.name}-loop", daemon=True)
         self._thread.start()
         self._helpers.start()
+
+    def _serve(self) -> None:
+        try:
+            self.loop.run_forever()
+        finally:
+            # Runs still pending are left as they are: their claims go back to the queue
+            # with the worker's (cancelling them would record them as failed).
+            self.loop.close()
 
     def shutdown(self) -> None:
         """Stop the loop and the helpers; what still runs is abandoned (its claim stays)."""
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.loop.stop)
         self._helpers.shutdown()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the helpers (and their connections) to end."""
+        self._helpers.join(timeout)
 
     @property
     def thread_id(self) -> int | None:

@@ -183,10 +183,12 @@ class Worker(Poller):
                 sorted(unfinished),
                 "" if self.orphaned else "; they go back to the queue",
             )
-        else:
-            self.pool.join(timeout=1.0)
         if self.async_slots is not None:
             self.async_slots.shutdown()
+        if not unfinished:
+            self.pool.join(timeout=1.0)
+            if self.async_slots is not None:
+                self.async_slots.join(timeout=1.0)
 
     def _hand_out(self, claimed: list[ClaimedExecution]) -> None:
         """Give each claimed job a free slot of the loop (async) or an idle thread.

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from steady_queue.backend import enqueue_all
-from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process
+from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
 from tests.processes.conftest import finished_count, wait_until
 from tests.tasks import async_tasks as tasks
 
@@ -73,3 +73,43 @@ def test_killed_worker_fails_its_async_jobs_as_it_does_its_threads_jobs(
     later = tasks.nap.enqueue(0.01)
     wait_until(lambda: Job.objects.get(pk=later.id).finished_at, what="a later job to run")
     assert Job.objects.get(pk=later.id).attempts[0]["worker_id"] == replacement.name
+
+
+def start_holds(start_supervisor, run_log, tmp_path, count: int, **env: str):
+    supervisor = start_supervisor("ASYNC", children=1, **env)
+    release = tmp_path / "release"
+    results = [tasks.hold.enqueue(str(run_log.path), str(i), str(release)) for i in range(count)]
+    wait_until(lambda: len(run_log.entries("start")) == count, what=f"{count} holds to start")
+    return supervisor, {int(result.id) for result in results}, release
+
+
+def test_graceful_stop_lets_the_running_async_jobs_finish_once(
+    start_supervisor, run_log, tmp_path, hooks_log
+):
+    supervisor, job_ids, release = start_holds(start_supervisor, run_log, tmp_path, 20)
+
+    supervisor.send(signal.SIGTERM)
+    wait_until(lambda: "Worker stop" in hooks_log.read_text(), what="the worker to stop")
+    release.touch()
+
+    assert supervisor.wait() == 0, supervisor.output()
+    jobs = Job.objects.filter(pk__in=job_ids)
+    assert [len(job.attempts) for job in jobs if job.finished_at] == [1] * 20
+    assert sorted(run_log.entries("end"), key=int) == [str(i) for i in range(20)]
+    assert not ClaimedExecution.objects.exists() and not Process.objects.exists()
+
+
+def test_graceful_stop_past_shutdown_timeout_releases_the_async_jobs(
+    start_supervisor, run_log, tmp_path
+):
+    supervisor, job_ids, _ = start_holds(
+        start_supervisor, run_log, tmp_path, 20, SQ_SHUTDOWN_TIMEOUT="0.5"
+    )
+
+    supervisor.send(signal.SIGTERM)
+
+    assert supervisor.wait() == 0, supervisor.output()
+    assert ReadyExecution.objects.filter(job_id__in=job_ids).count() == 20
+    assert {len(job.attempts) for job in Job.objects.filter(pk__in=job_ids)} == {0}
+    assert not ClaimedExecution.objects.exists() and not FailedExecution.objects.exists()
+    assert run_log.entries("end") == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -93,4 +94,14 @@ async def ends_itself_cancelled() -> None:
 @task()
 def sync_record(log_path: str, label: str) -> str:
     append(log_path, f"run {label} {os.getpid()}")
+    return label
+
+
+@task()
+async def where(log_path: str, label: str) -> str:
+    """Record the thread it runs on, and the span current while it runs."""
+    from opentelemetry import trace
+
+    span = trace.get_current_span().get_span_context().span_id
+    append(log_path, f"{label} {threading.current_thread().name} {span:x}")
     return label
