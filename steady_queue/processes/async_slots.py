@@ -89,15 +89,17 @@ class _Entry:
 class AsyncSlots:
     """``size`` slots for async jobs on one event loop; ``submit(claimed)`` fills one.
 
-    ``on_end(claimed, finished)`` is called (on a helper thread) once a job has left its
-    slot: ``finished`` is what its finish did, None if recording it raised.
+    ``on_end(claimed, finished, worth_a_poll)`` is called (on a helper thread) once a
+    job has left its slot: ``finished`` is what its finish did, None if recording it
+    raised; ``worth_a_poll`` once a tenth of the slots (at least one) are free again:
+    waking the worker at every end would cost a claim each, and most find nothing.
     """
 
     def __init__(
         self,
         size: int,
         *,
-        on_end: Callable[[ClaimedExecution, storage.Finished | None], None],
+        on_end: Callable[[ClaimedExecution, storage.Finished | None, bool], None],
         name: str = "worker",
         process_name: str | None = None,
     ):
@@ -105,6 +107,7 @@ class AsyncSlots:
         self.name = name
         self._process_name = process_name or name
         self._on_end = on_end
+        self._poll_at = max(1, size // 10)  # free slots
         self._lock = threading.Lock()
         self._entries: dict[int, _Entry] = {}  # job id -> its entry, while in a slot
         self._helpers = Pool(ASYNC_HELPER_THREADS, on_idle=lambda: None, name=f"{name}-async")
@@ -246,7 +249,8 @@ class AsyncSlots:
     def _ended(self, entry: _Entry, finished: storage.Finished | None) -> None:
         with self._lock:
             self._entries.pop(entry.claimed.job_id, None)
-        self._on_end(entry.claimed, finished)
+            free = self.size - len(self._entries)
+        self._on_end(entry.claimed, finished, free == self._poll_at)
 
     # On the loop.
 

@@ -219,12 +219,13 @@ class Worker(Poller):
             if claimed is not None and slots and is_async_job(claimed) and slots.submit(claimed):
                 return
 
-    def _async_ended(self, claimed: ClaimedExecution, finished: storage.Finished | None) -> None:
-        """An async job left its slot: count it, and wake the worker to fill the slot."""
+    def _async_ended(self, claimed: ClaimedExecution, _, worth_a_poll: bool) -> None:
+        """An async job left its slot: count it; wake the worker if slots are to be filled."""
         self._count_job()
         with self._lock:
             self._running.discard(claimed.job_id)
-        self.wake_up()
+        if worth_a_poll or self.recycling.reason is not None:
+            self.wake_up()  # to claim for the free slots, or to go once the last job ended
 
     def _run_one(self, claimed: ClaimedExecution) -> ClaimedExecution | None:
         """Run one job, have its finish claim the next; return that job (None: go idle)."""
