@@ -22,16 +22,13 @@ from .async_slots import AsyncSlots, is_async_job, sort_claims
 from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
-from .recycling import Recycling, resident_memory_mib
+from .recycling import WAIT_FOR_IDLE_THREAD, Recycling, RecyclingWorker, resident_memory_mib
 from .run_checks import STUCK_CHECK_INTERVAL, Cancellations, StuckThreads
 
 logger = logging.getLogger("steady_queue.processes")
 
-# With every thread busy there is nothing to poll for: a finishing job wakes the worker.
-WAIT_FOR_IDLE_THREAD = 60.0
 
-
-class Worker(Poller):
+class Worker(RecyclingWorker, Poller):
     """Claim at most as many ready jobs as there are idle threads, and run them.
 
     A thread that finishes a job claims its next one with the finish (one statement on
@@ -285,52 +282,6 @@ class Worker(Poller):
                 self._running.discard(run.claimed.job_id)
             self._stuck.add(thread)
             self.wake_up()
-
-    def _check_stuck_threads(self) -> None:
-        """Recycle once a given-up thread (or the loop) has been stuck for ``timeout_grace``."""
-        alive = {thread.ident for thread in self.pool.stuck_threads()}
-        if self.async_slots is not None and self.async_slots.stuck():
-            alive.add(self.async_slots.thread_id)
-        if self._stuck.past_grace(alive) and self.recycling.reason is None:
-            self.recycling.stuck(seconds(steady_queue.timeout_grace))
-            logger.warning(
-                "%s is recycled %s: it claims no more and stops once its other jobs finish",
-                self,
-                self.recycling.reason,
-            )
-
-    def _count_job(self) -> None:
-        """Count a job run; past a recycling bound, the worker claims no more."""
-        with self._lock:
-            self.jobs_run += 1
-        self._check_recycling()
-
-    def _check_recycling(self) -> bool:
-        """Whether a recycling bound was passed (jobs started, or memory now)."""
-        if not self.recycling.enabled or self.recycling.reason is not None:
-            return self.recycling.reason is not None
-        with self._lock:
-            started = self._started
-        # Memory counts once a job ran: a fresh worker above the bound would otherwise be
-        # replaced by another as big, again and again, and run nothing.
-        watched = self.recycling.above_memory is not None and started > 0
-        memory = resident_memory_mib() if watched else 0.0
-        if not self.recycling.check(started, memory):
-            return False
-        logger.info(
-            "%s is recycled %s: it claims no more and stops once its jobs finish",
-            self,
-            self.recycling.reason,
-        )
-        return True
-
-    def _recycle_when_idle(self) -> float:
-        """Once the running jobs have finished, stop with the exit status of recycling."""
-        if self.running_job_ids:
-            return WAIT_FOR_IDLE_THREAD  # a finishing job wakes the worker
-        self.exit_status = self.recycling.exit_status
-        self.stop()
-        return 0
 
     def _left_to_start(self) -> int | None:
         """How many more jobs this worker may start before it is recycled (None: no bound).
