@@ -116,6 +116,8 @@ class Worker(RecyclingWorker, Poller):
         }
         if self.recycling.reason is not None:
             found["recycling"] = self.recycling.reason
+        if self.async_slots is not None:
+            found["async_running"] = self.async_slots.size - self.async_slots.free_slots
         return found
 
     @property

@@ -147,7 +147,7 @@ def failure_or_none(result) -> FailedExecution | None:
 def test_a_task_that_looks_ends_cancelled(worker):
     result = tasks.until_cancelled.enqueue()
     drive(worker, lambda: worker.running_job_ids, what="the job to start")
-    time.sleep(0.1)  # let it look once before the request, as a real run would
+    assert worker.live_metadata()["async_running"] == 1
 
     Job.objects.get(pk=result.id).cancel()
 
