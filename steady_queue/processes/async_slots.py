@@ -117,6 +117,11 @@ class AsyncSlots:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
+    @classmethod
+    def of(cls, size: int | None, **options) -> AsyncSlots | None:
+        """The slots of a worker with ``async_concurrency`` ``size`` (None: it has none)."""
+        return cls(size, **options) if size else None
+
     def start(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=f"{self.name}-loop", daemon=True)

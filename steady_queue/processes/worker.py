@@ -56,11 +56,8 @@ class Worker(RecyclingWorker, Poller):
         self.queues = list(queues)
         self.threads = threads
         self.pool = Pool(threads, on_idle=self.wake_up, name=self.name)
-        self.async_slots = (
-            AsyncSlots(async_concurrency, on_end=self._async_ended, name=self.name)
-            if async_concurrency
-            else None
-        )
+        slots = AsyncSlots.of(async_concurrency, on_end=self._async_ended, name=self.name)
+        self.async_slots = slots
         self._claim_failed = False
         self.listener: listener.Listener | None = None
         self.watcher: change_watcher.ChangeWatcher | None = None
@@ -197,7 +194,6 @@ class Worker(RecyclingWorker, Poller):
         """
         idle = self.pool.idle_threads
         to_loop, to_threads, surplus = sort_claims(claimed, idle, self.async_slots)
-        self._release([execution.job_id for execution in surplus])
         with self._lock:
             self._running.update(execution.job_id for execution in [*to_loop, *to_threads])
             self._started += len(to_loop) + len(to_threads)
@@ -206,12 +202,14 @@ class Worker(RecyclingWorker, Poller):
                 to_threads.append(execution)
         for execution in to_threads:
             self.pool.submit(functools.partial(self._run, execution))
+        try:
+            self._release([execution.job_id for execution in surplus])
+        except Exception:
+            self._claim_failed = True  # the next poll gives back what this worker does not run
+            raise
 
     def _run(self, claimed: ClaimedExecution | None) -> None:
-        """Run ``claimed``, then each job its thread claims after it, while there is one.
-
-        A claimed job of an async task goes to the loop if it has room; the thread idles.
-        """
+        """Run ``claimed``, then each job its thread claims after it (an async one: the loop's)."""
         while claimed is not None:
             claimed = self._run_one(claimed)
             slots = self.async_slots
