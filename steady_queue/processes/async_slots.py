@@ -21,7 +21,6 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
-import inspect
 import logging
 import threading
 from collections.abc import Callable
@@ -32,44 +31,10 @@ from ..configuration import ASYNC_HELPER_THREADS
 from ..exceptions import JobCancelled
 from ..log import claim_fields
 from ..models import ClaimedExecution
+from .async_claims import ClaimRoom
 from .pool import Pool
 
 logger = logging.getLogger("steady_queue.processes")
-
-
-def is_async_job(claimed: ClaimedExecution) -> bool:
-    """Whether the claimed job's task is an ``async def`` (False if it cannot be loaded)."""
-    from ..results import task_for
-
-    try:
-        return inspect.iscoroutinefunction(task_for(claimed.job).func)
-    except Exception:
-        return False  # its run fails on a thread, and says why
-
-
-def sort_claims(
-    claimed: list[ClaimedExecution], idle_threads: int, slots: AsyncSlots | None
-) -> tuple[list[ClaimedExecution], list[ClaimedExecution], list[ClaimedExecution]]:
-    """Split a worker's claim: (for the loop, for the threads, for neither: to give back).
-
-    An async job goes to a free slot, else to an idle thread (which runs it on an event
-    loop of its own); a sync job to an idle thread, else back to the queue.
-    """
-    free = slots.free_slots if slots is not None else 0
-    to_loop, to_threads, surplus = [], [], []
-    found_async = 0
-    for execution in claimed:
-        is_async = slots is not None and is_async_job(execution)
-        found_async += is_async
-        if is_async and len(to_loop) < free:
-            to_loop.append(execution)
-        elif len(to_threads) < idle_threads:
-            to_threads.append(execution)
-        else:
-            surplus.append(execution)
-    if slots is not None:
-        slots.found(found_async, gave_back=len(surplus))
-    return to_loop, to_threads, surplus
 
 
 @dataclasses.dataclass(eq=False)
@@ -111,9 +76,7 @@ class AsyncSlots:
         self._lock = threading.Lock()
         self._entries: dict[int, _Entry] = {}  # job id -> its entry, while in a slot
         self._helpers = Pool(ASYNC_HELPER_THREADS, on_idle=lambda: None, name=f"{name}-async")
-        # How many jobs to claim for the free slots at the next poll: the claims cannot
-        # tell async jobs from sync ones, so it follows what the last claims found.
-        self._room_hint = 1
+        self.claims = ClaimRoom(size)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -162,23 +125,12 @@ class AsyncSlots:
             return {job_id for job_id, entry in self._entries.items() if not entry.abandoned}
 
     def claim_room(self) -> int:
-        """How many jobs a poll claims for the free slots (beyond the idle threads).
+        """How many jobs a poll claims for the free slots (see ``ClaimRoom``)."""
+        return self.claims.room(self.free_slots)
 
-        Twice as many as the last claim found async jobs (so a backlog of them fills
-        the slots within a few polls); halved by every claim that found only sync jobs
-        and gave some back, down to none: then async jobs reach the loop through the
-        threads' claims (a thread hands an async job it claimed to the loop).
-        """
-        with self._lock:
-            return min(self.size - len(self._entries), self._room_hint)
-
-    def found(self, async_jobs: int, *, gave_back: int = 0) -> None:
-        """What a claim found: ``async_jobs`` async jobs, ``gave_back`` sync jobs in excess."""
-        with self._lock:
-            if async_jobs:
-                self._room_hint = max(self._room_hint, min(2 * async_jobs, self.size))
-            elif gave_back:
-                self._room_hint //= 2
+    def probe_delay(self, otherwise: float) -> float:
+        """How long a worker with nothing to claim may wait (see ``ClaimRoom``)."""
+        return self.claims.probe_delay(self.free_slots, otherwise)
 
     def submit(self, claimed: ClaimedExecution) -> bool:
         """Run ``claimed`` (an async task's job) in a free slot; False if none is free."""
@@ -187,7 +139,7 @@ class AsyncSlots:
             if len(self._entries) >= self.size:
                 return False
             self._entries[claimed.job_id] = entry
-            self._room_hint = max(self._room_hint, 1)
+        self.claims.found(1)
         self._helpers.submit(functools.partial(self._begin, entry))
         return True
 

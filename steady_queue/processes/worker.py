@@ -18,7 +18,8 @@ from ..log import claim_fields
 from ..models import ClaimedExecution, Process
 from ..perform import perform_then_claim
 from . import change_watcher, listener, pacing
-from .async_slots import AsyncSlots, is_async_job, sort_claims
+from .async_claims import is_async_job, sort_claims
+from .async_slots import AsyncSlots
 from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
@@ -152,7 +153,8 @@ class Worker(RecyclingWorker, Poller):
         async_room = self.async_slots.claim_room() if self.async_slots is not None else 0
         wanted = self._reserve(self.pool.idle_threads + async_room)
         if wanted == 0:
-            return WAIT_FOR_IDLE_THREAD
+            slots, wait = self.async_slots, WAIT_FOR_IDLE_THREAD
+            return wait if slots is None else slots.probe_delay(wait)
         try:
             claimed = self._claim(wanted)
             if not self._may_start(claimed):  # these jobs never started

@@ -19,7 +19,7 @@ from steady_queue import deadlines, storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import task_finished, task_started
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
-from steady_queue.processes.async_slots import sort_claims
+from steady_queue.processes.async_claims import REPROBE_INTERVAL, ClaimRoom, sort_claims
 from steady_queue.processes.outages import close_connections
 from steady_queue.processes.worker import Worker
 from tests.observability.test_tracing import EXPORTER
@@ -244,3 +244,21 @@ def test_recycle_after_jobs_counts_async_jobs(tmp_path):
     assert Job.objects.filter(finished_at__isnull=False).count() == 5
     assert ReadyExecution.objects.count() == 15
     assert worker.recycling.reason == "after 5 jobs"
+
+
+def test_claims_for_the_slots_follow_what_the_last_claims_found():
+    room = ClaimRoom(100)
+    assert room.room(free=100) == 1  # a first look
+
+    room.found(3)
+    assert room.room(free=100) == 6 and room.room(free=4) == 4
+    room.found(80)
+    assert room.room(free=100) == 100  # never more than the slots
+    for expected in (50, 25, 12, 6, 3, 1, 0):
+        room.found(0, gave_back=2)  # only sync jobs, some given back
+        assert room.room(free=100) == expected
+    assert 0 < room.probe_delay(100, 60.0) <= REPROBE_INTERVAL
+    assert room.probe_delay(0, 60.0) == 60.0  # no slot free: nothing to look for
+
+    room._reprobe_at = time.monotonic()  # REPROBE_INTERVAL later: one look again
+    assert room.room(free=100) == 1 and room.probe_delay(100, 60.0) == 60.0
