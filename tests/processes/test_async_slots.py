@@ -18,7 +18,14 @@ import steady_queue
 from steady_queue import deadlines, storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import task_finished, task_started
-from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
+from steady_queue.models import (
+    ClaimedExecution,
+    FailedExecution,
+    Job,
+    Process,
+    ReadyExecution,
+    ScheduledExecution,
+)
 from steady_queue.processes.async_claims import REPROBE_INTERVAL, ClaimRoom, sort_claims
 from steady_queue.processes.outages import close_connections
 from steady_queue.processes.worker import Worker
@@ -108,6 +115,19 @@ def test_failures_are_recorded_as_on_a_thread(worker):
     assert failure(cancelled_inside).message == "from inside"
     for result in (raised, unstorable, cancelled_inside):
         assert len(Job.objects.get(pk=result.id).attempts) == 1
+    wait_until(lambda: worker.async_slots.free_slots == 50, what="the slots to empty")
+
+
+def test_retries_and_reschedules_are_as_on_a_thread(worker):
+    retried = tasks.fails_then_retries.enqueue()
+    rescheduled = tasks.reschedules.enqueue()
+
+    drive(worker, lambda: ScheduledExecution.objects.count() == 2, what="both to be scheduled")
+
+    [attempt] = Job.objects.get(pk=retried.id).attempts
+    assert attempt["error"]["exception_class"] == "builtins.ValueError"
+    assert Job.objects.get(pk=rescheduled.id).attempts == []  # not an attempt
+    assert not FailedExecution.objects.exists() and not ClaimedExecution.objects.exists()
     wait_until(lambda: worker.async_slots.free_slots == 50, what="the slots to empty")
 
 

@@ -10,7 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from steady_queue.compat import task
-from steady_queue.context import acancelled
+from steady_queue.context import acancelled, reschedule
+from steady_queue.retries import retry_policy
 from steady_queue.timeouts import timeout
 
 HOLD_LIMIT = 60.0  # no task here outlives a test run by more than this
@@ -105,3 +106,16 @@ async def where(log_path: str, label: str) -> str:
     span = trace.get_current_span().get_span_context().span_id
     append(log_path, f"{label} {threading.current_thread().name} {span:x}")
     return label
+
+
+@retry_policy(attempts=2, base_delay=timedelta(0), jitter=0)
+@task()
+async def fails_then_retries() -> None:
+    await asyncio.sleep(0)
+    raise ValueError("again")
+
+
+@task(takes_context=True)
+async def reschedules(context) -> None:
+    await asyncio.sleep(0)
+    reschedule(context, timedelta(minutes=5))
