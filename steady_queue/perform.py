@@ -17,14 +17,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import inspect
 import json
 import logging
 import threading
 from collections.abc import Generator
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.utils import timezone
 
 import steady_queue
@@ -192,7 +191,7 @@ class Call:
 
     @property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.task.func)
+        return iscoroutinefunction(self.task.func)
 
     def coroutine(self):
         """The task's coroutine (an ``async def`` task), to await on a loop."""
@@ -232,10 +231,13 @@ def _call(task, result: TaskResult, claimed: ClaimedExecution) -> Generator[Call
 
 async def with_timeout(coroutine, seconds: float, job_id: int):
     """Await an async task's ``coroutine``, cancelled (JobTimeout) once ``seconds`` have passed."""
+    scope = asyncio.timeout(seconds)
     try:
-        async with asyncio.timeout(seconds):
+        async with scope:
             return await coroutine
     except TimeoutError as exc:
+        if not scope.expired():
+            raise  # the task's own TimeoutError, not its timeout
         raise JobTimeout(f"Job {job_id} ran past its timeout of {seconds:g} s") from exc
 
 

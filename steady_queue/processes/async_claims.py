@@ -9,10 +9,11 @@ sync job to an idle thread, else back to the queue at once.
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from typing import TYPE_CHECKING
+
+from asgiref.sync import iscoroutinefunction
 
 from ..models import ClaimedExecution
 from ..results import task_for
@@ -28,7 +29,7 @@ REPROBE_INTERVAL = 1.0
 def is_async_job(claimed: ClaimedExecution) -> bool:
     """Whether the claimed job's task is an ``async def`` (False if it cannot be loaded)."""
     try:
-        return inspect.iscoroutinefunction(task_for(claimed.job).func)
+        return iscoroutinefunction(task_for(claimed.job).func)
     except Exception:
         return False  # its run fails on a thread, and says why
 

@@ -66,11 +66,9 @@ class AsyncSlots:
         *,
         on_end: Callable[[ClaimedExecution, storage.Finished | None, bool], None],
         name: str = "worker",
-        process_name: str | None = None,
     ):
         self.size = size
         self.name = name
-        self._process_name = process_name or name
         self._on_end = on_end
         self._poll_at = max(1, size // 10)  # free slots
         self._lock = threading.Lock()
@@ -199,7 +197,7 @@ class AsyncSlots:
         logger.exception(
             "Could not record the outcome of job %s",
             entry.claimed.job_id,
-            extra=claim_fields(entry.claimed, process_name=self._process_name),
+            extra=claim_fields(entry.claimed, process_name=self.name),
         )
         self._ended(entry, None)
 

@@ -105,14 +105,16 @@ def test_failures_are_recorded_as_on_a_thread(worker):
     raised = tasks.raises.enqueue("kaboom")
     unstorable = tasks.returns_a_set.enqueue()
     cancelled_inside = tasks.ends_itself_cancelled.enqueue()
+    own_timeout = tasks.times_out_by_itself.enqueue()
 
-    drive(worker, lambda: ended() == 3, what="three failures")
+    drive(worker, lambda: ended() == 4, what="four failures")
 
     assert failure(raised).exception_class == "builtins.ValueError"
     assert failure(raised).message == "kaboom"
     assert failure(unstorable).exception_class == "builtins.TypeError"
     assert failure(cancelled_inside).exception_class == "asyncio.exceptions.CancelledError"
     assert failure(cancelled_inside).message == "from inside"
+    assert failure(own_timeout).exception_class == "builtins.TimeoutError"
     for result in (raised, unstorable, cancelled_inside):
         assert len(Job.objects.get(pk=result.id).attempts) == 1
     wait_until(lambda: worker.async_slots.free_slots == 50, what="the slots to empty")

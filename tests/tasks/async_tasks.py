@@ -119,3 +119,11 @@ async def fails_then_retries() -> None:
 async def reschedules(context) -> None:
     await asyncio.sleep(0)
     reschedule(context, timedelta(minutes=5))
+
+
+@timeout(timedelta(seconds=30))
+@task()
+async def times_out_by_itself() -> None:
+    """Its own TimeoutError, well within its timeout: not a JobTimeout."""
+    async with asyncio.timeout(0.01):
+        await asyncio.sleep(HOLD_LIMIT)
