@@ -1,5 +1,6 @@
-"""No-op tasks, one per backend under test, and a pause for bench/wait.py."""
+"""No-op tasks, one per backend under test, a pause for bench/wait.py, and an async nap."""
 
+import asyncio
 import time
 
 from django.conf import settings
@@ -20,6 +21,12 @@ def noop_dtdb():
 @task()
 def pause(seconds: float):
     time.sleep(seconds)
+
+
+@task()
+async def nap(seconds: float):
+    """What bench/async_tasks.py runs: an async task waiting for I/O."""
+    await asyncio.sleep(seconds)
 
 
 if settings.DJ_QUEUE:

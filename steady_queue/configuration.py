@@ -18,6 +18,10 @@ from django.utils.module_loading import import_string
 
 Seconds = float | int | timedelta
 
+#: Threads of a worker with async slots that run its async jobs' steps off the event
+#: loop (each holds a database connection; see ``processes.async_slots``).
+ASYNC_HELPER_THREADS = 3
+
 
 def seconds(value: Seconds) -> float:
     """Return ``value`` (a timedelta or a number of seconds) as float seconds."""
@@ -35,6 +39,10 @@ class Worker:
     resident memory) replace a worker process once it ran that many jobs, or grew past
     that size: it stops claiming, lets its running jobs finish and exits, and the
     supervisor starts a fresh one at once. None (the default): never.
+
+    ``async_concurrency`` runs up to that many jobs of ``async def`` tasks at once on an
+    event loop in the worker, beside its threads. None (the default): async tasks take
+    a thread each, like the others.
     """
 
     queues: Sequence[str] = ("*",)
@@ -43,6 +51,7 @@ class Worker:
     polling_interval: Seconds = timedelta(seconds=0.1)
     recycle_after_jobs: int | None = None
     recycle_above_memory: int | None = None
+    async_concurrency: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,8 +164,15 @@ def _entry_problems(entry: Worker | Dispatcher, where: str) -> list[checks.Check
     return found
 
 
-COUNTS = ("threads", "processes", "batch_size", "recycle_after_jobs", "recycle_above_memory")
-OPTIONAL_COUNTS = ("recycle_after_jobs", "recycle_above_memory")
+COUNTS = (
+    "threads",
+    "processes",
+    "batch_size",
+    "recycle_after_jobs",
+    "recycle_above_memory",
+    "async_concurrency",
+)
+OPTIONAL_COUNTS = ("recycle_after_jobs", "recycle_above_memory", "async_concurrency")
 
 
 def _value_problems(name: str, value: object, where: str) -> list[checks.CheckMessage]:
@@ -233,7 +249,9 @@ def _allowed_queues() -> set[str] | None:
 
 def _pool_problems(worker: Worker, where: str) -> list[checks.CheckMessage]:
     size = _pool_size()
-    if size is None or worker.threads <= size - 2:
+    # An event loop's helper threads, and asgiref's thread for sync_to_async, connect too.
+    extra = 2 + (ASYNC_HELPER_THREADS + 1 if worker.async_concurrency else 0)
+    if size is None or worker.threads <= size - extra:
         return []
     return [
         _error(
@@ -242,7 +260,8 @@ def _pool_problems(worker: Worker, where: str) -> list[checks.CheckMessage]:
             "E106",
             hint=(
                 "Each worker thread keeps its own connection and the worker needs two more "
-                "(polling and heartbeat): use at most pool size minus 2 threads, or a larger "
+                "(polling and heartbeat), and four more with async_concurrency (its event "
+                f"loop's helpers): use at most pool size minus {extra} threads, or a larger "
                 'DATABASES[...]["OPTIONS"]["pool"]["max_size"].'
             ),
         )

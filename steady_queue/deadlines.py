@@ -5,7 +5,9 @@ When a run's time is up it raises ``JobTimeout`` inside the run's thread (an
 asynchronous exception, delivered at the thread's next Python instruction): a task
 in Python code stops there, its job fails with JobTimeout through the usual path, and
 the thread takes its next job. Async tasks are cancelled by ``asyncio.timeout``
-instead (see ``perform``).
+instead (see ``perform``); a run on a worker's event loop is given an ``interrupt``
+(it cancels the run's asyncio task) that the watchdog calls instead of raising in a
+thread.
 
 A thread inside a C call (``time.sleep``, a blocking read) does not see the exception
 until the call returns. If the run has not ended ``INTERRUPT_WAIT`` after its deadline,
@@ -66,6 +68,8 @@ class Run:
     seconds: float | None
     thread: int
     interruptible: bool
+    #: Called with JobTimeout or JobCancelled instead of raising it in ``thread``.
+    interrupt: Callable[[type[BaseException]], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     returned: bool = False
     cancelling: bool = False
@@ -91,13 +95,19 @@ class Watchdog(threading.Thread):
         self.on_abandon: Callable[[int, Run], None] | None = None
 
     def watch(
-        self, claimed: ClaimedExecution, seconds: float | None, *, interruptible: bool
+        self,
+        claimed: ClaimedExecution,
+        seconds: float | None,
+        *,
+        interruptible: bool,
+        interrupt: Callable[[type[BaseException]], None] | None = None,
     ) -> Run:
         run = Run(
             claimed=claimed,
             seconds=seconds,
             thread=threading.get_ident(),
             interruptible=interruptible,
+            interrupt=interrupt,
         )
         with self._condition:
             self._runs[claimed.job_id] = run
@@ -143,7 +153,9 @@ class Watchdog(threading.Thread):
         with run.lock:
             if run.returned:
                 return
-            if run.interruptible:
+            if run.interrupt is not None:
+                run.interrupt(JobCancelled if cancel else JobTimeout)
+            elif run.interruptible:
                 _raise_in(run.thread, JobCancelled if cancel else JobTimeout)
         if run.ended.wait(INTERRUPT_WAIT):
             return  # it stopped, and records its own failure
@@ -208,6 +220,14 @@ def call_with_deadline(
         raise
     finally:
         _returned(run)
+
+
+def stop_watching(run: Run) -> None:
+    """The run of an ``interrupt``-ed call (on an event loop) has returned."""
+    with run.lock:
+        run.returned = True
+    run.ended.set()
+    watchdog().forget(run)
 
 
 def _returned(run: Run) -> None:

@@ -1,5 +1,10 @@
 """Run one claimed job: load its task, send the signals, call it, have the storage finish it.
 
+A run is a generator (``performing``) that yields once, the task's ``Call``, and is sent
+what the call returned (or thrown what it raised). ``perform`` drives it on one thread;
+a worker's event loop (``processes.async_slots``) drives it for ``async def`` tasks:
+the steps before and after the call on a helper thread, the call awaited on the loop.
+
 How the outcome is stored (once, with the slot hand-off and a last-resort path) is the
 claim's business (``ClaimedExecution.record``), written the storage's way
 (``steady_queue.storage``), which may claim the thread's next job in the same
@@ -10,13 +15,15 @@ error: a run never leaves its claim behind.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
-import inspect
 import json
 import logging
 import threading
+from collections.abc import Generator
+from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, iscoroutinefunction
 from django.utils import timezone
 
 import steady_queue
@@ -30,7 +37,7 @@ from .models.attempt import error_details
 from .models.claimed_finish import Failure, Reschedule, Success, Throttle
 from .results import result_for, task_for
 
-__all__ = ["error_details", "perform", "perform_then_claim"]
+__all__ = ["Call", "error_details", "perform", "perform_then_claim", "performing"]
 
 logger = logging.getLogger("steady_queue.perform")
 
@@ -50,13 +57,31 @@ def perform_then_claim(
 def _perform(
     claimed: ClaimedExecution, then_claim: storage.ClaimNext | None
 ) -> tuple[TaskResult | None, storage.Finished]:
+    steps = performing(claimed, then_claim)
+    try:
+        call = next(steps)
+        while True:  # once: a run yields one call
+            try:
+                value = call.run()
+            except BaseException as exc:
+                call = steps.throw(exc)
+            else:
+                call = steps.send(value)
+    except StopIteration as ended:
+        return ended.value
+
+
+#: A run's steps: it yields its Call, is sent the call's return value, returns its end.
+Run = Generator["Call", Any, tuple[TaskResult | None, storage.Finished]]
+
+
+def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None = None) -> Run:
+    """The steps of one run, under its span; see the module's docstring."""
     with tracing.run_span(claimed.job) as run:
-        return _run(claimed, then_claim, run)
+        return (yield from _run(claimed, then_claim, run))
 
 
-def _run(
-    claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: tracing.Run
-) -> tuple[TaskResult | None, storage.Finished]:
+def _run(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: tracing.Run) -> Run:
     job, task, store = claimed.job, None, storage.for_alias()
     cancellation.forget(job.pk)
     if _lost_while_waiting(claimed):
@@ -71,7 +96,7 @@ def _run(
             return None, finished
         started = result_for(job, task)
         task_started.send(_backend(), task_result=started)
-        return_value = _call(task, started, claimed)
+        return_value = yield from _call(task, started, claimed)
     except RescheduleJob as request:
         if cancellation.seen(job.pk) or job.cancel_requested(refresh=True):
             return _end_cancelled(claimed, task, run, then_claim, request)
@@ -154,7 +179,41 @@ def _failure_outcome(job: Job) -> str:
     return "failed" if job._state.fields_cache.get("failed_execution") else "retried"
 
 
-def _call(task, result: TaskResult, claimed: ClaimedExecution):
+@dataclasses.dataclass
+class Call:
+    """The call of a run's task: what a driver of ``performing`` calls, or awaits."""
+
+    claimed: ClaimedExecution
+    task: Any  # the Task
+    args: list
+    kwargs: dict
+    seconds: float | None  # its timeout
+
+    @property
+    def is_async(self) -> bool:
+        return iscoroutinefunction(self.task.func)
+
+    def coroutine(self):
+        """The task's coroutine (an ``async def`` task), to await on a loop."""
+        return self.task.func(*self.args, **self.kwargs)
+
+    def run(self):
+        """Call the task on this thread, under its deadline (an async task on a loop of its own)."""
+        if self.is_async:
+            if self.seconds is None:
+                call = functools.partial(self.task.call, *self.args, **self.kwargs)
+            else:
+                bounded = async_to_sync(with_timeout)
+                job_id = self.claimed.job_id
+                call = functools.partial(bounded, self.coroutine(), self.seconds, job_id)
+            return deadlines.call_with_deadline(
+                self.claimed, self.seconds, call, interruptible=False
+            )
+        call = functools.partial(self.task.call, *self.args, **self.kwargs)
+        return deadlines.call_with_deadline(self.claimed, self.seconds, call)
+
+
+def _call(task, result: TaskResult, claimed: ClaimedExecution) -> Generator[Call, Any, Any]:
     from . import arguments
 
     job = claimed.job
@@ -162,16 +221,7 @@ def _call(task, result: TaskResult, claimed: ClaimedExecution):
     if task.takes_context:
         args = [TaskContext(task_result=result), *args]
     seconds = timeouts.seconds_for(job.task_path)
-    if inspect.iscoroutinefunction(task.func):
-        if seconds is None:
-            call = functools.partial(task.call, *args, **kwargs)
-        else:
-            coroutine = async_to_sync(_with_timeout)
-            call = functools.partial(coroutine, task.func, args, kwargs, seconds, job.pk)
-        return_value = deadlines.call_with_deadline(claimed, seconds, call, interruptible=False)
-    else:
-        call = functools.partial(task.call, *args, **kwargs)
-        return_value = deadlines.call_with_deadline(claimed, seconds, call)
+    return_value = yield Call(claimed, task, list(args), kwargs, seconds)
     return_value = normalize_json(return_value)
     # NaN and infinities pass normalize_json but no database stores them as JSON:
     # refuse them here so the job fails (under its retry policy) like any task error.
@@ -179,12 +229,15 @@ def _call(task, result: TaskResult, claimed: ClaimedExecution):
     return return_value
 
 
-async def _with_timeout(func, args, kwargs, seconds: float, job_id: int):
-    """Await the async task, cancelled (JobTimeout) once ``seconds`` have passed."""
+async def with_timeout(coroutine, seconds: float, job_id: int):
+    """Await an async task's ``coroutine``, cancelled (JobTimeout) once ``seconds`` have passed."""
+    scope = asyncio.timeout(seconds)
     try:
-        async with asyncio.timeout(seconds):
-            return await func(*args, **kwargs)
+        async with scope:
+            return await coroutine
     except TimeoutError as exc:
+        if not scope.expired():
+            raise  # the task's own TimeoutError, not its timeout
         raise JobTimeout(f"Job {job_id} ran past its timeout of {seconds:g} s") from exc
 
 

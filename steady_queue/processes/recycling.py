@@ -8,10 +8,20 @@ crash, and tells the new one why it replaced the last.
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import sys
 from dataclasses import dataclass
+
+import steady_queue
+
+from ..configuration import seconds
+
+logger = logging.getLogger("steady_queue.processes")
+
+# With every thread busy there is nothing to poll for: a finishing job wakes the worker.
+WAIT_FOR_IDLE_THREAD = 60.0
 
 # Exit statuses of a recycled worker (sysexits' EX_TEMPFAIL and the next one).
 EXIT_AFTER_JOBS = 75
@@ -71,3 +81,56 @@ def describe(status: int, after_jobs: int | None, above_memory: int | None) -> s
     if EXIT_STATUSES.get(status) == "stuck":
         return "recycled with a job stuck past its timeout"
     return f"recycled above {above_memory} MiB of memory"
+
+
+class RecyclingWorker:
+    """The worker's side of recycling: count the jobs, check the bounds, stop when idle.
+
+    A mixin of ``Worker``: it uses the worker's lock, counts, pool and event loop.
+    """
+
+    def _check_stuck_threads(self) -> None:
+        """Recycle once a given-up thread (or the loop) has been stuck for ``timeout_grace``."""
+        alive = {thread.ident for thread in self.pool.stuck_threads()}
+        if self.async_slots is not None and self.async_slots.stuck():
+            alive.add(self.async_slots.thread_id)
+        if self._stuck.past_grace(alive) and self.recycling.reason is None:
+            self.recycling.stuck(seconds(steady_queue.timeout_grace))
+            logger.warning(
+                "%s is recycled %s: it claims no more and stops once its other jobs finish",
+                self,
+                self.recycling.reason,
+            )
+
+    def _count_job(self) -> None:
+        """Count a job run; past a recycling bound, the worker claims no more."""
+        with self._lock:
+            self.jobs_run += 1
+        self._check_recycling()
+
+    def _check_recycling(self) -> bool:
+        """Whether a recycling bound was passed (jobs started, or memory now)."""
+        if not self.recycling.enabled or self.recycling.reason is not None:
+            return self.recycling.reason is not None
+        with self._lock:
+            started = self._started
+        # Memory counts once a job ran: a fresh worker above the bound would otherwise be
+        # replaced by another as big, again and again, and run nothing.
+        watched = self.recycling.above_memory is not None and started > 0
+        memory = resident_memory_mib() if watched else 0.0
+        if not self.recycling.check(started, memory):
+            return False
+        logger.info(
+            "%s is recycled %s: it claims no more and stops once its jobs finish",
+            self,
+            self.recycling.reason,
+        )
+        return True
+
+    def _recycle_when_idle(self) -> float:
+        """Once the running jobs have finished, stop with the exit status of recycling."""
+        if self.running_job_ids:
+            return WAIT_FOR_IDLE_THREAD  # a finishing job wakes the worker
+        self.exit_status = self.recycling.exit_status
+        self.stop()
+        return 0

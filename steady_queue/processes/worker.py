@@ -1,4 +1,4 @@
-"""Workers claim ready jobs and run them on a pool of threads, each claiming its next job."""
+"""Workers claim ready jobs and run them on a pool of threads (async ones on an event loop)."""
 
 from __future__ import annotations
 
@@ -18,25 +18,27 @@ from ..log import claim_fields
 from ..models import ClaimedExecution, Process
 from ..perform import perform_then_claim
 from . import change_watcher, listener, pacing
+from .async_claims import is_async_job, sort_claims
+from .async_slots import AsyncSlots
 from .outages import recover_connections
 from .poller import Poller
 from .pool import Pool
-from .recycling import Recycling, resident_memory_mib
+from .recycling import WAIT_FOR_IDLE_THREAD, Recycling, RecyclingWorker, resident_memory_mib
 from .run_checks import STUCK_CHECK_INTERVAL, Cancellations, StuckThreads
 
 logger = logging.getLogger("steady_queue.processes")
 
-# With every thread busy there is nothing to poll for: a finishing job wakes the worker.
-WAIT_FOR_IDLE_THREAD = 60.0
 
-
-class Worker(Poller):
+class Worker(RecyclingWorker, Poller):
     """Claim at most as many ready jobs as there are idle threads, and run them.
 
     A thread that finishes a job claims its next one with the finish (one statement on
     PostgreSQL, see ``storage.ClaimNext``) and runs it at once: with a backlog, threads
     claim in parallel instead of each waiting for the worker's next poll. Only when
     there is nothing to claim does a thread become idle and wake the worker.
+
+    With ``async_concurrency``, jobs of ``async def`` tasks run on the worker's event
+    loop instead (``async_slots``), many at a time, and its claims count the free slots.
     """
 
     kind = Process.Kind.WORKER
@@ -49,11 +51,14 @@ class Worker(Poller):
         polling_interval: float | timedelta = 0.1,
         recycle_after_jobs: int | None = None,
         recycle_above_memory: int | None = None,
+        async_concurrency: int | None = None,
     ):
         super().__init__(polling_interval=polling_interval)
         self.queues = list(queues)
         self.threads = threads
         self.pool = Pool(threads, on_idle=self.wake_up, name=self.name)
+        slots = AsyncSlots.of(async_concurrency, on_end=self._async_ended, name=self.name)
+        self.async_slots = slots
         self._claim_failed = False
         self.listener: listener.Listener | None = None
         self.watcher: change_watcher.ChangeWatcher | None = None
@@ -85,10 +90,13 @@ class Worker(Poller):
             polling_interval=config.polling_interval,
             recycle_after_jobs=config.recycle_after_jobs,
             recycle_above_memory=config.recycle_above_memory,
+            async_concurrency=config.async_concurrency,
         )
 
     def metadata(self) -> dict:
         found = {**super().metadata(), "queues": self.queues, "threads": self.threads}
+        if self.async_slots is not None:
+            found["async_concurrency"] = self.async_slots.size
         if self.recycling.after_jobs is not None:
             found["recycle_after_jobs"] = self.recycling.after_jobs
         if self.recycling.above_memory is not None:
@@ -106,16 +114,20 @@ class Worker(Poller):
         }
         if self.recycling.reason is not None:
             found["recycling"] = self.recycling.reason
+        if self.async_slots is not None:
+            found["async_running"] = self.async_slots.size - self.async_slots.free_slots
         return found
 
     @property
     def running_job_ids(self) -> set[int]:
-        """Ids of the jobs claimed for the pool and not finished yet."""
+        """Ids of the jobs claimed for the pool (or the loop) and not finished yet."""
         with self._lock:
             return set(self._running)
 
     def on_boot(self) -> None:
         self.pool.start()
+        if self.async_slots is not None:
+            self.async_slots.start()
         deadlines.watchdog().on_abandon = self._abandoned
         self.listener = listener.start_for_worker(self)
         if self.listener is None:
@@ -138,9 +150,11 @@ class Worker(Poller):
     def _poll(self) -> float:
         if self._check_recycling():
             return self._recycle_when_idle()
-        wanted = self._reserve(self.pool.idle_threads)
+        async_room = self.async_slots.claim_room() if self.async_slots is not None else 0
+        wanted = self._reserve(self.pool.idle_threads + async_room)
         if wanted == 0:
-            return WAIT_FOR_IDLE_THREAD
+            slots, wait = self.async_slots, WAIT_FOR_IDLE_THREAD
+            return wait if slots is None else slots.probe_delay(wait)
         try:
             claimed = self._claim(wanted)
             if not self._may_start(claimed):  # these jobs never started
@@ -167,21 +181,50 @@ class Worker(Poller):
                 sorted(unfinished),
                 "" if self.orphaned else "; they go back to the queue",
             )
-        else:
+        if self.async_slots is not None:
+            self.async_slots.shutdown()
+        if not unfinished:
             self.pool.join(timeout=1.0)
+            if self.async_slots is not None:
+                self.async_slots.join(timeout=1.0)
 
     def _hand_out(self, claimed: list[ClaimedExecution]) -> None:
-        """Give each claimed job to a thread of the pool (one idle thread each)."""
+        """Give each claimed job a free slot of the loop (async) or an idle thread.
+
+        Jobs of sync tasks beyond the idle threads (claimed for the loop's free slots)
+        go back to the queue at once: they must not wait behind busy threads.
+        """
+        idle = self.pool.idle_threads
+        to_loop, to_threads, surplus = sort_claims(claimed, idle, self.async_slots)
         with self._lock:
-            self._running.update(execution.job_id for execution in claimed)
-            self._started += len(claimed)
-        for execution in claimed:
+            self._running.update(execution.job_id for execution in [*to_loop, *to_threads])
+            self._started += len(to_loop) + len(to_threads)
+        for execution in to_loop:
+            if not self.async_slots.submit(execution):  # a thread's hand-off took the slot
+                to_threads.append(execution)
+        for execution in to_threads:
             self.pool.submit(functools.partial(self._run, execution))
+        try:
+            self._release([execution.job_id for execution in surplus])
+        except Exception:
+            self._claim_failed = True  # the next poll gives back what this worker does not run
+            raise
 
     def _run(self, claimed: ClaimedExecution | None) -> None:
-        """Run ``claimed``, then each job its thread claims after it, while there is one."""
+        """Run ``claimed``, then each job its thread claims after it (an async one: the loop's)."""
         while claimed is not None:
             claimed = self._run_one(claimed)
+            slots = self.async_slots
+            if claimed is not None and slots and is_async_job(claimed) and slots.submit(claimed):
+                return
+
+    def _async_ended(self, claimed: ClaimedExecution, _, worth_a_poll: bool) -> None:
+        """An async job left its slot: count it; wake the worker if slots are to be filled."""
+        self._count_job()
+        with self._lock:
+            self._running.discard(claimed.job_id)
+        if worth_a_poll or self.recycling.reason is not None:
+            self.wake_up()  # to claim for the free slots, or to go once the last job ended
 
     def _run_one(self, claimed: ClaimedExecution) -> ClaimedExecution | None:
         """Run one job, have its finish claim the next; return that job (None: go idle)."""
@@ -235,55 +278,12 @@ class Worker(Poller):
 
     def _abandoned(self, thread: int, run: deadlines.Run) -> None:
         """The watchdog ended a job whose thread is stuck: replace the thread, carry on."""
-        if self.pool.abandon(thread):
+        slots = self.async_slots
+        if self.pool.abandon(thread) or (slots is not None and slots.abandon(run)):
             with self._lock:
                 self._running.discard(run.claimed.job_id)
             self._stuck.add(thread)
             self.wake_up()
-
-    def _check_stuck_threads(self) -> None:
-        """Recycle once a given-up thread has been stuck for ``timeout_grace``."""
-        alive = {thread.ident for thread in self.pool.stuck_threads()}
-        if self._stuck.past_grace(alive) and self.recycling.reason is None:
-            self.recycling.stuck(seconds(steady_queue.timeout_grace))
-            logger.warning(
-                "%s is recycled %s: it claims no more and stops once its other jobs finish",
-                self,
-                self.recycling.reason,
-            )
-
-    def _count_job(self) -> None:
-        """Count a job run; past a recycling bound, the worker claims no more."""
-        with self._lock:
-            self.jobs_run += 1
-        self._check_recycling()
-
-    def _check_recycling(self) -> bool:
-        """Whether a recycling bound was passed (jobs started, or memory now)."""
-        if not self.recycling.enabled or self.recycling.reason is not None:
-            return self.recycling.reason is not None
-        with self._lock:
-            started = self._started
-        # Memory counts once a job ran: a fresh worker above the bound would otherwise be
-        # replaced by another as big, again and again, and run nothing.
-        watched = self.recycling.above_memory is not None and started > 0
-        memory = resident_memory_mib() if watched else 0.0
-        if not self.recycling.check(started, memory):
-            return False
-        logger.info(
-            "%s is recycled %s: it claims no more and stops once its jobs finish",
-            self,
-            self.recycling.reason,
-        )
-        return True
-
-    def _recycle_when_idle(self) -> float:
-        """Once the running jobs have finished, stop with the exit status of recycling."""
-        if self.running_job_ids:
-            return WAIT_FOR_IDLE_THREAD  # a finishing job wakes the worker
-        self.exit_status = self.recycling.exit_status
-        self.stop()
-        return 0
 
     def _left_to_start(self) -> int | None:
         """How many more jobs this worker may start before it is recycled (None: no bound).
@@ -294,11 +294,11 @@ class Worker(Poller):
             return None
         return self.recycling.after_jobs - self._started - self._claiming - self._reserved
 
-    def _reserve(self, idle_threads: int) -> int:
+    def _reserve(self, room: int) -> int:
         """How many jobs the main loop may claim now, set aside against the bound."""
         with self._lock:
             left = self._left_to_start()
-            wanted = idle_threads if left is None else max(0, min(idle_threads, left))
+            wanted = room if left is None else max(0, min(room, left))
             self._reserved = wanted
             return wanted
 

@@ -73,3 +73,11 @@ IDLE_WORKER = Configuration.Options(
     dispatchers=[],
     workers=[Configuration.Worker(queues=["*"], threads=2, polling_interval=2)],
 )
+
+# One worker process: two threads, and a thousand async jobs at once on its event loop.
+ASYNC = Configuration.Options(
+    dispatchers=[],
+    workers=[
+        Configuration.Worker(queues=["*"], threads=2, polling_interval=0.05, async_concurrency=1000)
+    ],
+)

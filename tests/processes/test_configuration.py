@@ -64,6 +64,17 @@ def test_configured_processes_become_worker_and_dispatcher_instances():
     assert (dispatcher.polling_interval, dispatcher.batch_size) == (2.0, 100)
 
 
+def test_a_worker_with_async_concurrency_has_slots_and_shows_them():
+    options = Opts(workers=[W(threads=2, async_concurrency=500)], dispatchers=[])
+    processes = [factory() for factory in Supervisor.from_configuration(options).factories]
+    [worker] = [p for p in processes if isinstance(p, Worker)]
+
+    assert worker.async_slots.size == 500 and worker.async_slots.free_slots == 500
+    assert worker.metadata()["async_concurrency"] == 500
+    assert Worker(threads=2).async_slots is None
+    assert "async_concurrency" not in Worker(threads=2).metadata()
+
+
 def test_command_options_select_the_processes():
     options = Opts(workers=[W(processes=2)], dispatchers=[D()])
     scheduler = ["Scheduler"]
@@ -93,7 +104,7 @@ def test_an_empty_list_runs_none_of_that_kind():
 
 
 def test_a_valid_configuration_has_no_problems():
-    worker = W(queues=["real_time", "beta*"], threads=5, recycle_after_jobs=1000)
+    worker = W(queues=["real_time", "beta*"], threads=5, recycle_after_jobs=1, async_concurrency=9)
     assert ids(Opts(workers=[worker, W(recycle_above_memory=512)], dispatchers=[D()])) == []
 
 
@@ -114,6 +125,8 @@ def test_a_valid_configuration_has_no_problems():
         (Opts(workers=[W(recycle_after_jobs=0)]), "steady_queue.E104"),
         (Opts(workers=[W(recycle_above_memory=-5)]), "steady_queue.E104"),
         (Opts(workers=[W(recycle_after_jobs=2.5)]), "steady_queue.E103"),
+        (Opts(workers=[W(async_concurrency=0)]), "steady_queue.E104"),
+        (Opts(workers=[W(async_concurrency="100")]), "steady_queue.E103"),
         (Opts(workers=[W(polling_interval=timedelta(0))]), "steady_queue.E104"),
         (Opts(workers=[W(queues=["*_foo"])]), "steady_queue.E105"),
         (Opts(workers=[W(queues=["be*ta"])]), "steady_queue.E105"),
@@ -140,6 +153,16 @@ def test_threads_above_the_connection_pool_minus_two_are_reported(monkeypatch):
     [error] = checks_of(Opts(workers=[W(threads=5)]))
     assert error.id == "steady_queue.E106"
     assert "pool holds at most 6 connections" in error.msg
+
+
+def test_async_slots_count_their_helper_threads_against_the_connection_pool(monkeypatch):
+    options = django_settings.DATABASES["default"].setdefault("OPTIONS", {})
+    monkeypatch.setitem(options, "pool", {"max_size": 10})
+
+    assert ids(Opts(workers=[W(threads=4, async_concurrency=100)])) == []
+    [error] = checks_of(Opts(workers=[W(threads=5, async_concurrency=100)]))
+    assert error.id == "steady_queue.E106"
+    assert "minus 6 threads" in error.hint
 
 
 @pytest.mark.django_db  # the command checks for unapplied migrations first
