@@ -2,7 +2,8 @@
 
 ``for_alias()`` returns the storage of the queue database, picked by its vendor the
 way Django picks ``connection.features``: PostgreSQL's one-statement paths
-(``postgres.PostgresStorage``), or the portable ORM reference (``base.Storage``) that
+(``postgres.PostgresStorage``), MySQL/MariaDB's one-round-trip scripts
+(``mysql.MysqlStorage``), or the portable ORM reference (``base.Storage``) that
 every other database uses. Only these operations live here: enqueue, claim, finish
 (and claim the next job with it), and the wake-ups of idle processes. Every other
 state change is the models' (``steady_queue.models``), the same on every database.
@@ -48,9 +49,15 @@ def _postgres() -> type[Storage]:
     return PostgresStorage
 
 
+def _mysql() -> type[Storage]:
+    from .mysql import MysqlStorage
+
+    return MysqlStorage
+
+
 #: The fast storage of each database vendor (a factory, so that psycopg is imported
 #: only where it is used); vendors not listed use the portable Storage.
-IMPLEMENTATIONS = {"postgresql": _postgres}
+IMPLEMENTATIONS = {"postgresql": _postgres, "mysql": _mysql}
 
 
 def for_alias(alias: str | None = None) -> Storage:
