@@ -194,9 +194,9 @@ def _claim_from(
 def _claiming(queue_name: str | None, limit: int, process: Process | None):
     """The statements that claim, and what reads their results into claimed executions.
 
-    Lock the best ready rows and keep their ids, then insert their claims, delete them
-    and select their jobs. ``process`` claims only while its row exists (a pruned one
-    claims nothing more; see Process.row_exists).
+    Make room for the ids, lock the best ready rows and keep their ids, then insert
+    their claims, delete them and select their jobs. ``process`` claims only while its
+    row exists (a pruned one claims nothing more; see Process.row_exists).
     """
     now = timezone.now()
     where, params = f"NOT EXISTS (SELECT 1 FROM {table(Pause)})", []
@@ -210,6 +210,12 @@ def _claiming(queue_name: str | None, limit: int, process: Process | None):
         params.append(process.pk)
     created_at = db.connection().ops.adapt_datetimefield_value(now)
     statements = [
+        # MariaDB builds JSON_ARRAYAGG on GROUP_CONCAT, cut at group_concat_max_len (1 MB
+        # by default, but a server may set less): room for the ids, 20 digits at most.
+        (
+            "SET SESSION group_concat_max_len = GREATEST(@@group_concat_max_len, %s)",
+            [int(limit) * 21 + 2],
+        ),
         (
             f"SELECT JSON_ARRAYAGG(job_id) INTO {PICKED} FROM (SELECT job_id "
             f"FROM {table(ReadyExecution)} WHERE {where} ORDER BY {_poll_order()} LIMIT %s "
@@ -222,19 +228,19 @@ def _claiming(queue_name: str | None, limit: int, process: Process | None):
             [process.pk if process else None, created_at],
         ),
         (
-            f"DELETE ready FROM {_picked()} JOIN {table(ReadyExecution)} ready "
+            f"DELETE ready FROM {_picked()} {_by_id(ReadyExecution, 'ready')} "
             "ON ready.job_id = picked.id",
             [],
         ),
         (
             f"SELECT {columns(mysql_script.job_fields(), 'job.')} FROM {_picked()} "
-            f"JOIN {table(Job)} job ON job.id = picked.id",
+            f"{_by_id(Job, 'job')} ON job.id = picked.id",
             [],
         ),
     ]
 
     def read(results: list[mysql_script.Result]) -> list[ClaimedExecution]:
-        jobs = mysql_script.jobs_from_rows(results[3].rows)
+        jobs = mysql_script.jobs_from_rows(results[len(statements) - 1].rows)
         ordered = sorted(jobs.values(), key=lambda job: (-job.priority, job.pk))  # POLL_ORDER
         return [ClaimedExecution.claimed_for(job, process, now) for job in ordered]
 
@@ -243,6 +249,16 @@ def _claiming(queue_name: str | None, limit: int, process: Process | None):
 
 def _picked() -> str:
     return f"JSON_TABLE({PICKED}, '$[*]' COLUMNS (id BIGINT PATH '$')) picked"
+
+
+def _by_id(model, alias: str) -> str:
+    """Join ``model`` after the picked ids, by primary key, whatever the statistics say.
+
+    On a table the optimizer believes tiny (new, or just emptied) it would scan it first,
+    and the delete's scan would wait for the rows other claims locked: two claims
+    waiting for each other's rows deadlock.
+    """
+    return f"STRAIGHT_JOIN {table(model)} {alias} FORCE INDEX (PRIMARY)"
 
 
 @functools.cache

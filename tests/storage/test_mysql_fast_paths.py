@@ -148,8 +148,9 @@ def test_without_multiple_statements_the_same_scripts_run_one_by_one(fast, proce
         del options["multi_statements"]
         connection.close()
 
-    # START, the pauses, lock, insert the claims, delete the ready rows, the jobs, COMMIT.
-    assert len(queries) == 7
+    # START, the pauses, room for the ids, lock, insert the claims, delete the ready rows,
+    # the jobs, COMMIT.
+    assert len(queries) == 8
     assert Job.objects.filter(finished_at__isnull=False).count() == 2
     assert ReadyExecution.objects.filter(job_id=single.pk).exists()
 
@@ -169,3 +170,29 @@ def wait_for(condition, timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.01)
+
+
+def test_a_claim_of_many_jobs_is_not_cut_by_the_servers_group_concat_limit(fast, process):
+    enqueue_all([(tasks.add, (i, i), {}) for i in range(60)])
+    with connection.cursor() as cursor:
+        cursor.execute("SET SESSION group_concat_max_len = 16")  # room for a few ids only
+
+    assert len(fast.claim(["*"], 10, process)) == 10
+    assert len(fast.claim(["*"], 50, process)) == 50
+    assert not ReadyExecution.objects.exists() and ClaimedExecution.objects.count() == 60
+
+
+def test_a_claim_deletes_and_loads_by_primary_key_on_tables_believed_tiny(fast, process):
+    from tests.storage.test_query_plans import captured, explain
+
+    # New tables: the optimizer's statistics say one row, where it would rather scan.
+    enqueue_all([(tasks.add, (i, i), {}) for i in range(3)])
+
+    statements = captured(lambda: fast.claim(["*"], 2, process))
+
+    joins = [(sql, params) for sql, params in statements if "JSON_TABLE" in sql]
+    plans = {sql.split(None, 1)[0]: explain(sql, params) for sql, params in joins}
+    assert set(plans) == {"DELETE", "SELECT"}
+    for plan in plans.values():
+        table_rows = [line for line in plan.splitlines() if not line.startswith("table=picked")]
+        assert table_rows and all("type=eq_ref key=PRIMARY" in line for line in table_rows), plan
