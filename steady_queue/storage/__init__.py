@@ -2,8 +2,10 @@
 
 ``for_alias()`` returns the storage of the queue database, picked by its vendor the
 way Django picks ``connection.features``: PostgreSQL's one-statement paths
-(``postgres.PostgresStorage``), or the portable ORM reference (``base.Storage``) that
-every other database uses. Only these operations live here: enqueue, claim, finish
+(``postgres.PostgresStorage``), MySQL/MariaDB's one-round-trip scripts
+(``mysql.MysqlStorage``), SQLite's ``BEGIN IMMEDIATE`` transactions
+(``sqlite.SqliteStorage``), or the portable ORM reference (``base.Storage``) that
+every other database uses (and each of these falls back to for the uncommon cases). Only these operations live here: enqueue, claim, finish
 (and claim the next job with it), and the wake-ups of idle processes. Every other
 state change is the models' (``steady_queue.models``), the same on every database.
 To add a database's fast path, subclass Storage, override what it does faster, and
@@ -54,9 +56,15 @@ def _sqlite() -> type[Storage]:
     return SqliteStorage
 
 
+def _mysql() -> type[Storage]:
+    from .mysql import MysqlStorage
+
+    return MysqlStorage
+
+
 #: The fast storage of each database vendor (a factory, so that psycopg is imported
 #: only where it is used); vendors not listed use the portable Storage.
-IMPLEMENTATIONS = {"postgresql": _postgres, "sqlite": _sqlite}
+IMPLEMENTATIONS = {"postgresql": _postgres, "sqlite": _sqlite, "mysql": _mysql}
 
 
 def for_alias(alias: str | None = None) -> Storage:

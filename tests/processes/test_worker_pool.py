@@ -11,7 +11,7 @@ from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.processes.worker import Worker
-from steady_queue.storage import postgres
+from steady_queue.storage import mysql_script, postgres
 from tests import tasks
 from tests.processes.conftest import wait_until
 
@@ -71,22 +71,13 @@ def test_a_stopping_worker_claims_no_more(worker):
 
 
 @pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="only PostgreSQL claims in the success statement"
+    connection.vendor not in ("postgresql", "mysql"),
+    reason="only PostgreSQL and MySQL claim in the success statement (script)",
 )
 def test_a_success_statement_lost_after_its_commit_runs_every_job_once(worker, monkeypatch):
     """The statement recording a success committed, with the next job's claim, but the
     connection broke before the answer came back: that claim is released, never run twice."""
-    made = postgres._finish_and_claim
-    lost: list[int] = []
-
-    def commit_then_lose_the_answer(claimed, params, then_claim):
-        recorded, claimed_next = made(claimed, params, then_claim)
-        if not lost and claimed_next:
-            lost.append(claimed_next[0].job_id)
-            raise OperationalError("server closed the connection unexpectedly")
-        return recorded, claimed_next
-
-    monkeypatch.setattr(postgres, "_finish_and_claim", commit_then_lose_the_answer)
+    lost = lose_the_answer_after_commit(monkeypatch)
     enqueue_all([(tasks.echo, (i,), {}) for i in range(8)])
 
     worker.poll()
@@ -102,3 +93,38 @@ def test_a_success_statement_lost_after_its_commit_runs_every_job_once(worker, m
 
     assert sorted(args for (args, _) in tasks.CALLS) == [(i,) for i in range(8)]
     assert not ClaimedExecution.objects.exists() and not ReadyExecution.objects.exists()
+
+
+def lose_the_answer_after_commit(monkeypatch) -> list[int]:
+    """Make the first success that claims a next job commit, then fail as a broken
+    connection would; the list gets the id of the job that claim took."""
+    lost: list[int] = []
+    if connection.vendor == "postgresql":
+        made = postgres._finish_and_claim
+
+        def commit_then_lose_the_answer(claimed, params, then_claim):
+            recorded, claimed_next = made(claimed, params, then_claim)
+            if not lost and claimed_next:
+                lost.append(claimed_next[0].job_id)
+                raise OperationalError("server closed the connection unexpectedly")
+            return recorded, claimed_next
+
+        monkeypatch.setattr(postgres, "_finish_and_claim", commit_then_lose_the_answer)
+        return lost
+    run = mysql_script.run
+
+    def run_then_lose_the_answer(statements):
+        results = run(statements)
+        finishing = statements[1][0].startswith(f"DELETE FROM {claims_table()}")
+        claimed_jobs = results[-2].rows  # a finish that claims: its last select, the jobs
+        if not lost and finishing and claimed_jobs:
+            lost.append(claimed_jobs[0][0])
+            raise OperationalError("server closed the connection unexpectedly")
+        return results
+
+    monkeypatch.setattr(mysql_script, "run", run_then_lose_the_answer)
+    return lost
+
+
+def claims_table() -> str:
+    return connection.ops.quote_name(ClaimedExecution._meta.db_table)

@@ -1,7 +1,8 @@
-"""The one-statement paths (PostgreSQL) and the ORM paths (elsewhere) do the same thing.
+"""The fast paths (PostgreSQL's statements, MySQL's scripts) and the ORM paths do the same.
 
 Every test runs on each database: what differs is only how many statements it takes,
-which the counting tests pin down per database.
+which the counting tests pin down per database. On MySQL/MariaDB a "statement" counted
+here is one script: a whole transaction sent in one round trip (storage.mysql_script).
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from tests import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-POSTGRES = connection.vendor == "postgresql"
-# SQLite's fast storage is counted statement by statement in test_sqlite_fast_paths.py.
-NOT_SQLITE = pytest.mark.skipif(connection.vendor == "sqlite", reason="see its own counts")
+# PostgreSQL: one statement per path; MySQL/MariaDB: one script (round trip) per path.
+FAST = connection.vendor in ("postgresql", "mysql")
 AWKWARD = ["tab\there", "new\nline", "back\\slash \\N", 'quote "', "é☃ unicode", "", None]
 
 
@@ -61,16 +61,16 @@ def test_bulk_enqueue_stores_every_value_exactly():
     assert kwargs == {"when": datetime(2030, 1, 2, tzinfo=UTC)}
 
 
-@NOT_SQLITE
 def test_claim_then_run_costs_a_fixed_number_of_statements(
     worker_process, django_assert_num_queries
 ):
     enqueue_all([(tasks.add, (i, i), {}) for i in range(5)])
 
-    # PostgreSQL: one statement claims the five jobs, one per job finishes it. Elsewhere:
-    # the pauses, then BEGIN, lock, insert claims, load jobs, delete ready, COMMIT; per
-    # job BEGIN, delete the claim (its lock), update the job, COMMIT.
-    with django_assert_num_queries(1 + 5 if POSTGRES else 7 + 5 * 4):
+    # PostgreSQL (MySQL): one statement (script) claims the five jobs, one per job finishes
+    # it. SQLite: BEGIN IMMEDIATE, the DELETE ... RETURNING, the claims' INSERT, COMMIT;
+    # per job BEGIN IMMEDIATE, delete the claim, update the job, COMMIT
+    # (test_sqlite_fast_paths.py names each statement).
+    with django_assert_num_queries(1 + 5 if FAST else 4 + 5 * 4):
         for claimed in storage.claim(["*"], 5, worker_process):
             perform(claimed)
 
@@ -78,7 +78,6 @@ def test_claim_then_run_costs_a_fixed_number_of_statements(
     assert not ClaimedExecution.objects.exists()
 
 
-@NOT_SQLITE
 def test_a_busy_thread_records_each_job_and_claims_the_next_in_one_statement(
     worker_process, django_assert_num_queries
 ):
@@ -87,10 +86,10 @@ def test_a_busy_thread_records_each_job_and_claims_the_next_in_one_statement(
     worker.process = worker_process
     first = storage.claim(["*"], 1, worker_process)[0]
 
-    # PostgreSQL: per job, one statement records it and claims the next. Elsewhere: per
-    # job, the transaction recording it (4) and the poll claiming the next (7; the last,
-    # empty one: the pauses, BEGIN, the select, COMMIT).
-    with django_assert_num_queries(5 if POSTGRES else 5 * 4 + 4 * 7 + 4):
+    # PostgreSQL (MySQL): per job, one statement (script) records it and claims the next.
+    # SQLite: per job one transaction of six statements that records it and claims the
+    # next (test_sqlite_fast_paths.py names them).
+    with django_assert_num_queries(5 if FAST else 5 * 6):
         worker._run(first)  # as a worker thread does, until nothing is left
 
     assert Job.objects.filter(finished_at__isnull=False).count() == 5
