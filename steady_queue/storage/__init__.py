@@ -5,11 +5,12 @@ way Django picks ``connection.features``: PostgreSQL's one-statement paths
 (``postgres.PostgresStorage``), MySQL/MariaDB's one-round-trip scripts
 (``mysql.MysqlStorage``), SQLite's ``BEGIN IMMEDIATE`` transactions
 (``sqlite.SqliteStorage``), or the portable ORM reference (``base.Storage``) that
-every other database uses (and each of these falls back to for the uncommon cases). Only these operations live here: enqueue, claim, finish
-(and claim the next job with it), and the wake-ups of idle processes. Every other
-state change is the models' (``steady_queue.models``), the same on every database.
-To add a database's fast path, subclass Storage, override what it does faster, and
-add it to ``IMPLEMENTATIONS`` and to the contract tests' parameters (tests/storage).
+every other database uses and each of these falls back to for the uncommon cases.
+Only these operations live here: enqueue, claim, finish (and claim the next job with
+it), and the wake-ups of idle processes. Every other state change is the models'
+(``steady_queue.models``), the same on every database. To add a database's fast path,
+subclass Storage, override what it does faster, and add it to ``IMPLEMENTATIONS`` and
+to the contract tests' parameters (tests/storage).
 """
 
 from __future__ import annotations
