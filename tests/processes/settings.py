@@ -52,7 +52,7 @@ def _log_statements(path: str):
 
     def log(execute, sql, params, many, context):
         with open(path, "a") as file:  # one short append: lines of processes do not mix
-            file.write(f"{os.getpid()} {' '.join(str(sql).split())[:200]}\n")
+            file.write(f"{os.getpid()} {' '.join(str(sql).split())[:1000]}\n")
         return execute(sql, params, many, context)
 
     def wrap(sender, connection, **kwargs) -> None:
