@@ -1,7 +1,7 @@
 """Contract tests: every storage that runs on this database passes the same tests.
 
 The portable ORM storage runs everywhere; a database's fast storage (PostgreSQL's,
-MySQL/MariaDB's) runs beside it on that database. Adding a fast path for another database
+MySQL/MariaDB's, SQLite's) runs beside it on that database. Adding a fast path for another database
 adds a parameter here, not a suite.
 """
 
