@@ -23,12 +23,11 @@ from django.utils import timezone
 from .. import db
 from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
-from ..models.execution import POLL_ORDER, READY_COPIED_FIELDS
-from ..models.queue_selector import QueueSelector
+from ..models.execution import READY_COPIED_FIELDS
 from . import mysql_script
 from .base import ClaimNext, Finished, Storage
 from .mysql_script import COMMIT, START, Statement
-from .sql import columns, table
+from .sql import claim_per_queue, columns, poll_order, table
 
 if TYPE_CHECKING:
     from ..models.attempt import Attempt
@@ -63,21 +62,7 @@ class MysqlStorage(Storage):
         """
         if not mysql_script.usable():
             return super().claim(queues, limit, process)
-        queues = list(queues) or ["*"]
-        if "*" in queues:
-            claimed, paused = _claim_from(None, limit, process)
-            if not paused:
-                return claimed  # the one script read every queue
-        if "*" in queues or any("*" in entry for entry in queues):
-            names = QueueSelector(queues, ReadyExecution.objects.all()).scoped_queues()
-        else:
-            names = list(dict.fromkeys(queues))
-        claimed = []
-        for name in names:
-            if name is None or len(claimed) >= limit:
-                break  # None: the pauses are gone, and the queues were empty
-            claimed += _claim_from(name, limit - len(claimed), process)[0]
-        return claimed
+        return claim_per_queue(queues, limit, lambda name, n: _claim_from(name, n, process))
 
     def finish(
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
@@ -218,7 +203,7 @@ def _claiming(queue_name: str | None, limit: int, process: Process | None):
         ),
         (
             f"SELECT JSON_ARRAYAGG(job_id) INTO {PICKED} FROM (SELECT job_id "
-            f"FROM {table(ReadyExecution)} WHERE {where} ORDER BY {_poll_order()} LIMIT %s "
+            f"FROM {table(ReadyExecution)} WHERE {where} ORDER BY {poll_order()} LIMIT %s "
             "FOR UPDATE SKIP LOCKED) picked",
             [*params, limit],
         ),
@@ -259,13 +244,3 @@ def _by_id(model, alias: str) -> str:
     waiting for each other's rows deadlock.
     """
     return f"STRAIGHT_JOIN {table(model)} {alias} FORCE INDEX (PRIMARY)"
-
-
-@functools.cache
-def _poll_order() -> str:
-    """POLL_ORDER as SQL: the columns of ReadyExecution's poll index, in its order."""
-    terms = []
-    for name in POLL_ORDER:
-        column = ReadyExecution._meta.get_field(name.lstrip("-")).column
-        terms.append(f"{column} DESC" if name.startswith("-") else column)
-    return ", ".join(terms)

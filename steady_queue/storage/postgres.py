@@ -21,11 +21,9 @@ from django.utils import timezone
 from .. import db
 from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
-from ..models.execution import POLL_ORDER
-from ..models.queue_selector import QueueSelector
 from . import notify, postgres_enqueue
 from .base import ClaimNext, Finished, Storage
-from .sql import columns, table
+from .sql import claim_per_queue, columns, poll_order, table
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -61,21 +59,7 @@ class PostgresStorage(Storage):
         queue names one per queue. Wildcards, or ``*`` with paused queues, take the
         selector's DISTINCT over the ready queues first.
         """
-        queues = list(queues) or ["*"]
-        if "*" in queues:
-            claimed, paused = _claim_from(None, limit, process)
-            if not paused:
-                return claimed  # the one statement read every queue
-        if "*" in queues or any("*" in entry for entry in queues):
-            names = QueueSelector(queues, ReadyExecution.objects.all()).scoped_queues()
-        else:
-            names = list(dict.fromkeys(queues))
-        claimed = []
-        for name in names:
-            if name is None or len(claimed) >= limit:
-                break  # None: the pauses are gone, and the queues were empty
-            claimed += _claim_from(name, limit - len(claimed), process)[0]
-        return claimed
+        return claim_per_queue(queues, limit, lambda name, n: _claim_from(name, n, process))
 
     def finish(
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
@@ -234,7 +218,7 @@ def _claiming(one_queue: bool, registered: bool) -> str:
     return (
         # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
         f"picked AS MATERIALIZED (SELECT job_id FROM {table(ReadyExecution)} "
-        f"WHERE {where} ORDER BY {_poll_order()} LIMIT %s FOR UPDATE SKIP LOCKED), "
+        f"WHERE {where} ORDER BY {poll_order()} LIMIT %s FOR UPDATE SKIP LOCKED), "
         f"ready AS (DELETE FROM {table(ReadyExecution)} r USING picked "
         "WHERE r.job_id = picked.job_id RETURNING r.job_id), "
         f"claimed AS (INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
@@ -244,16 +228,6 @@ def _claiming(one_queue: bool, registered: bool) -> str:
 
 def _paused(one_queue: bool) -> str:
     return f"EXISTS (SELECT 1 FROM {table(Pause)}{' WHERE queue_name = %s' if one_queue else ''})"
-
-
-@functools.cache
-def _poll_order() -> str:
-    """POLL_ORDER as SQL: the columns of ReadyExecution's poll index, in its order."""
-    terms = []
-    for name in POLL_ORDER:
-        column = ReadyExecution._meta.get_field(name.lstrip("-")).column
-        terms.append(f"{column} DESC" if name.startswith("-") else column)
-    return ", ".join(terms)
 
 
 def _nulls(fields: list[Field]) -> str:

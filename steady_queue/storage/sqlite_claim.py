@@ -17,9 +17,8 @@ from django.utils import timezone
 
 from .. import db
 from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
-from ..models.execution import POLL_ORDER
 from ..models.queue_selector import QueueSelector
-from .sql import table
+from .sql import poll_order, table
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -93,7 +92,7 @@ def _claim_sql(queue_count: int, registered: bool) -> str:
     ``registered``: only while the claiming process's row exists (a pruned one claims
     nothing more; see Process.row_exists).
     """
-    ready, order = table(ReadyExecution), _poll_order()
+    ready, order = table(ReadyExecution), poll_order()
     paused = f"queue_name IN (SELECT queue_name FROM {table(Pause)})"
     if queue_count == 0:
         picked = (
@@ -117,16 +116,6 @@ def _claim_sql(queue_count: int, registered: bool) -> str:
         f"DELETE FROM {ready} WHERE job_id IN ({picked}){alive} "
         f"RETURNING {_job_columns(f'{ready}.job_id')}"
     )
-
-
-@functools.cache
-def _poll_order() -> str:
-    """POLL_ORDER as SQL: the columns of the poll indexes, in their order."""
-    terms = []
-    for name in POLL_ORDER:
-        column = ReadyExecution._meta.get_field(name.lstrip("-")).column
-        terms.append(f"{column} DESC" if name.startswith("-") else column)
-    return ", ".join(terms)
 
 
 def _job_columns(job_id: str) -> str:
