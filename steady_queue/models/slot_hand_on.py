@@ -8,8 +8,10 @@ transaction keeps the slot taken (the semaphore is only extended), deletes the b
 job's row and claims it for the finishing thread, which runs it next: one short
 transaction instead of two and a dozen statements fewer.
 
-The finishing thread takes the job only if it would have claimed it: its queue is one
-the worker polls and is not paused, and the worker still claims (``allowed``, asked at
+The finishing thread takes the job only if it would have claimed it next: its queue is
+one the worker polls and is not paused, no ready job of the queues it polls comes first
+(none is ready there at all: a backlog keeps the poll order, priorities and queue order,
+and a hot key cannot starve it), and the worker still claims (``allowed``, asked at
 most once). Otherwise, or when the key counts more holders than its limit (a job an
 operator released by hand), the slot goes back and the job to ready as before.
 """
@@ -20,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from django.db import connections
+from django.db.models import Q
 from django.utils import timezone
 
 from .pause import Pause
@@ -49,9 +52,27 @@ class SlotHandOn:
             return False
         if Pause.objects.filter(queue_name=queue_name).exists():
             return False
+        if self._ready_jobs_polled().exists():
+            return False  # the thread's next claim takes the best of them, in poll order
         if self.answer is None:
             self.answer = self._allowed()
         return self.answer
+
+    def _ready_jobs_polled(self):
+        """The ready jobs of the queues this thread polls (of paused ones too: erring on
+        the side of the poll order costs only the hand-on)."""
+        from .execution import ReadyExecution
+
+        if "*" in self.queues:
+            return ReadyExecution.objects.all()
+        polled = Q()
+        for entry in self.queues:
+            polled |= (
+                Q(queue_name__startswith=entry.removesuffix("*"))
+                if "*" in entry
+                else Q(queue_name=entry)
+            )
+        return ReadyExecution.objects.filter(polled)
 
     def hand_on(self, key: str, limit: ConcurrencyLimit) -> bool:
         """Pass the slot of ``key`` to its next blocked job, claimed here; False: not done.

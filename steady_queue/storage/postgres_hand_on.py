@@ -6,8 +6,9 @@ one statement deletes the claim, marks the job finished, locks the next blocked 
 the key, renews the semaphore, and moves that job from blocked to claimed for the
 finishing thread, in the same transaction as the portable hand-on would be and with
 the same locks. When the slot cannot pass that way (no job blocked on the key, its queue
-not polled by this worker or paused, the key over its limit or expired) the slot goes
-back the portable way in the same transaction, after the statement.
+not polled by this worker or paused, a ready job of the polled queues first in line,
+the key over its limit or expired) the slot goes back the portable way in the same
+transaction, after the statement.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django.utils import timezone
 import steady_queue
 
 from .. import db
-from ..models import BlockedExecution, ClaimedExecution, Job, Pause, Semaphore
+from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
 from ..models.claimed_finish import Success
 from .base import ClaimNext, Finished
 from .postgres import _finish_params, _finishing, _jobs_from_rows, _nulls, _prepared_cursor
@@ -76,7 +77,7 @@ def _finish_and_hand_on(
     queues = list(then_claim.queues) or ["*"]
     matching = [] if "*" in queues else _queue_patterns(queues)
     params = _finish_params(claimed, attempt, outcome.return_value)
-    params += [job.concurrency_key, *matching]
+    params += [job.concurrency_key, *matching, *matching]
     params += [now + job.concurrency_limit.expires_in, job.concurrency_key]
     params += [process.pk if process else None, now]
     with _prepared_cursor() as cursor:
@@ -100,6 +101,8 @@ def _sql(patterns: int) -> str:
     # One row, however it went: how many jobs finished (1 or 0), and the job handed on.
     fields = Job._meta.concrete_fields
     polled = " OR ".join(["top.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
+    # No ready job of the polled queues comes first (see models.slot_hand_on).
+    ready = " OR ".join(["r.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
     finished = "(SELECT count(*) FROM finished)"
     return (
         f"WITH {_finishing(False)}, "
@@ -108,7 +111,8 @@ def _sql(patterns: int) -> str:
         "WHERE concurrency_key = %s AND EXISTS (SELECT FROM finished) "
         "ORDER BY priority DESC, job_id LIMIT 1 FOR UPDATE SKIP LOCKED), "
         f"taken AS MATERIALIZED (SELECT job_id FROM top WHERE ({polled}) AND NOT EXISTS "
-        f"(SELECT FROM {table(Pause)} p WHERE p.queue_name = top.queue_name)), "
+        f"(SELECT FROM {table(Pause)} p WHERE p.queue_name = top.queue_name) AND NOT EXISTS "
+        f"(SELECT FROM {table(ReadyExecution)} r WHERE {ready})), "
         f"slot AS (UPDATE {table(Semaphore)} SET expires_at = %s "
         "WHERE key = %s AND value >= 0 AND EXISTS (SELECT FROM taken) RETURNING key), "
         f"unblocked AS (DELETE FROM {table(BlockedExecution)} b USING taken "

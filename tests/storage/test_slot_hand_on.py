@@ -177,6 +177,43 @@ def test_a_lost_claim_hands_nothing_on(store, process):
     assert state_of(second) == "blocked"
 
 
+def test_a_ready_job_of_higher_priority_is_claimed_first(store, process):
+    # With one thread, handing on regardless would starve it until the key ran dry.
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    (urgent,) = enqueued(store, (tasks.add.using(priority=5), 1, 1))
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert [c.job_id for c in finished.claimed] == [urgent.pk]
+    assert state_of(second) == "ready"
+
+
+def test_a_ready_job_of_an_earlier_queue_is_claimed_first(store, process):
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["default"], 1, process)
+    (earlier,) = enqueued(store, (tasks.add.using(queue_name="background", priority=-5), 1, 1))
+
+    then = storage.ClaimNext(["background", "default"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert [c.job_id for c in finished.claimed] == [earlier.pk]
+    assert state_of(second) == "ready"
+
+
+def test_a_ready_job_of_a_queue_not_polled_does_not_stop_the_hand_on(store, process):
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    enqueued(store, (tasks.add.using(queue_name="background", priority=5), 1, 1))
+
+    then = storage.ClaimNext(["default", "beta*"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert [c.job_id for c in finished.claimed] == [second.pk]
+
+
 def test_the_highest_priority_blocked_job_is_the_one_handed_on(store, process):
     low = limited_tasks.exclusive.using(priority=1)
     high = limited_tasks.exclusive.using(priority=5)
