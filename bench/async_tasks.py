@@ -24,7 +24,6 @@ database (``--name``, default sq_bench_async) is dropped and created again.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -36,15 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     options = _parse_args()
-    os.environ["SQ_BENCH_DB"], os.environ["SQ_BENCH_NAME"] = options.db, options.name
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     from bench import database
 
-    database.recreate()
-    import django
-
-    django.setup()
-    database.migrate()
+    database.prepare(options.db, options.name)
     from bench import system
 
     print(f"{system.description()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

@@ -41,15 +41,9 @@ DEADLINE = 900.0  # seconds a drain may take before the benchmark gives up
 
 def main() -> int:
     options = _parse_args()
-    os.environ["SQ_BENCH_DB"], os.environ["SQ_BENCH_NAME"] = options.db, options.name
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     from bench import database
 
-    database.recreate()
-    import django
-
-    django.setup()
-    database.migrate()
+    database.prepare(options.db, options.name)
     from bench import system
 
     print(f"{system.description()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

@@ -9,6 +9,18 @@ from pathlib import Path
 from django.core.management import call_command
 
 
+def prepare(db: str, name: str) -> None:
+    """Point the benchmark's settings at ``db`` and database ``name``, create it afresh,
+    set Django up and migrate: the start of every benchmark script."""
+    os.environ["SQ_BENCH_DB"], os.environ["SQ_BENCH_NAME"] = db, name
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    recreate()
+    import django
+
+    django.setup()
+    migrate()
+
+
 def recreate() -> None:
     """Drop and create the benchmark database (before Django is set up)."""
     db, name = os.environ["SQ_BENCH_DB"], os.environ.get("SQ_BENCH_NAME", "sq_bench")
