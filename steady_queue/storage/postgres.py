@@ -23,6 +23,7 @@ from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
 from . import notify, postgres_enqueue
 from .base import ClaimNext, Finished, Storage
+from .finish_group import FinishGroups, WriteAlone
 from .sql import claim_per_queue, columns, poll_order, table
 
 if TYPE_CHECKING:
@@ -39,6 +40,12 @@ class PostgresStorage(Storage):
     """One statement per enqueue, claim and finish (with the next claim); NOTIFY wake-ups."""
 
     wakes_listeners = True
+
+    def __init__(self, alias: str):
+        super().__init__(alias)
+        from . import postgres_grouped  # it builds on this module's statements
+
+        self._groups = FinishGroups(postgres_grouped.write)
 
     def enqueue(self, jobs: list[Job]) -> list[Job]:
         # A unique job's key is taken through the ORM (UniqueLock): the portable path.
@@ -65,26 +72,49 @@ class PostgresStorage(Storage):
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
     ) -> Finished:
         """A plain success in one statement, which also claims the next job when asked."""
-        from . import postgres_hand_on  # it builds on this module's statements
+        from . import postgres_grouped, postgres_hand_on  # they build on this module's
 
         if postgres_hand_on.applies(claimed, outcome, then_claim):
             return postgres_hand_on.finish(self, claimed, outcome, then_claim)
         if not (isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)):
             return super().finish(claimed, outcome, then_claim=then_claim)
         along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None
+        # A worker thread's finish may share a statement with its neighbours' (see
+        # postgres_grouped); not inside a caller's transaction, which is its own.
+        shape = _group_shape(claimed, then_claim, along)
         asked: list[bool] = []  # along.allowed()'s one answer
         made: list[list[ClaimedExecution]] = []  # what the statement claimed
 
         def write(attempt: Attempt) -> bool:
-            params = _finish_params(claimed, attempt, outcome.return_value)
-            if along is None or asked or not along.allowed():
-                asked.append(False)  # retried after a failure, or not allowed: finish only
-                with _prepared_cursor() as cursor:
-                    cursor.execute(_finish_sql(claimed.process_id is None), params)
-                    return cursor.rowcount == 1
-            asked[:] = [True]
-            recorded, claimed_next = _finish_and_claim(claimed, params, along)
-            made.append(claimed_next)
+            values = _finished_values(attempt, outcome.return_value)
+            params = _finish_params(claimed, attempt, values)
+
+            def alone(claims: bool) -> tuple[bool, list[ClaimedExecution]]:
+                if not claims:
+                    with _prepared_cursor() as cursor:
+                        cursor.execute(_finish_sql(claimed.process_id is None), params)
+                        return cursor.rowcount == 1, []
+                return _finish_and_claim(claimed, params, along)
+
+            if asked:  # retried after a failure: finish only, alone
+                return alone(False)[0]
+            asked.append(along is not None and along.allowed())
+            if shape is None:
+                recorded, claimed_next = alone(asked[0])
+            else:
+                entry = postgres_grouped.Finishing(
+                    claimed.job_id,
+                    attempt.finished_at,
+                    *values,
+                    claims=asked[0],
+                    alone=functools.partial(alone, asked[0]),
+                )
+                try:
+                    recorded, claimed_next = self._groups.finish(shape, entry)
+                except WriteAlone:  # the group's statement failed: this job's goes alone
+                    recorded, claimed_next = alone(asked[0])
+            if asked[0]:
+                made.append(claimed_next)
             return recorded
 
         recorded = claimed.record(outcome, write=write)
@@ -112,18 +142,33 @@ def _one_statement_claims(then_claim: ClaimNext) -> bool:
     return then_claim.limit == 1 and ("*" in queues or (len(queues) == 1 and "*" not in queues[0]))
 
 
-def _finish_params(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> list:
-    connection, fields = db.connection(), Job._meta
+def _group_shape(claimed: ClaimedExecution, then_claim: ClaimNext | None, along: ClaimNext | None):
+    """What the finish's statement would share with others' (None: it is written alone)."""
+    from .postgres_grouped import Shape
+
+    if then_claim is None or db.connection().in_atomic_block:
+        return None
+    if along is None:
+        return Shape(claimed.process_id, claims=False)
+    queues = list(along.queues)
+    queue_name = None if "*" in queues else queues[0]
+    return Shape(claimed.process_id, True, queue_name, along.process)
+
+
+def _finish_params(claimed: ClaimedExecution, attempt: Attempt, values: tuple[Any, Any]) -> list:
+    """The parameters of ``_finishing``; ``values`` from ``_finished_values``."""
     now = attempt.finished_at
     process = [] if claimed.process_id is None else [claimed.process_id]
-    return [
-        claimed.job_id,
-        *process,
-        now,
+    return [claimed.job_id, *process, now, *values, now]
+
+
+def _finished_values(attempt: Attempt, return_value: Any) -> tuple[Any, Any]:
+    """The job's return value and its attempt to append, prepared for the database."""
+    connection, fields = db.connection(), Job._meta
+    return (
         fields.get_field("return_value").get_db_prep_save(return_value, connection),
         fields.get_field("attempts").get_db_prep_save([attempt.to_dict()], connection),
-        now,
-    ]
+    )
 
 
 def _finish_and_claim(

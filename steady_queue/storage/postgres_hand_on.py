@@ -24,7 +24,14 @@ from .. import db
 from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
 from ..models.claimed_finish import Success
 from .base import ClaimNext, Finished
-from .postgres import _finish_params, _finishing, _jobs_from_rows, _nulls, _prepared_cursor
+from .postgres import (
+    _finish_params,
+    _finished_values,
+    _finishing,
+    _jobs_from_rows,
+    _nulls,
+    _prepared_cursor,
+)
 from .sql import columns, table
 
 if TYPE_CHECKING:
@@ -76,7 +83,7 @@ def _finish_and_hand_on(
     job, process, now = claimed.job, then_claim.process, timezone.now()
     queues = list(then_claim.queues) or ["*"]
     matching = [] if "*" in queues else _queue_patterns(queues)
-    params = _finish_params(claimed, attempt, outcome.return_value)
+    params = _finish_params(claimed, attempt, _finished_values(attempt, outcome.return_value))
     params += [job.concurrency_key, *matching, *matching]
     params += [now + job.concurrency_limit.expires_in, job.concurrency_key]
     params += [process.pk if process else None, now]

@@ -1,0 +1,115 @@
+"""Several threads' successes, and their next claims, in one statement on PostgreSQL.
+
+One statement per finished job is a commit per job: PostgreSQL's floor here is about
+2,000 of them a second, whatever else is done. When the threads of a worker finish
+at the same moment (a busy worker: the database is the slower side), the one that
+leads (``finish_group``) writes all their finishes in one statement: the claims of the
+jobs deleted, the jobs whose claim was deleted marked finished (each with its own
+attempt and return value), and as many next jobs claimed as threads asked for.
+
+Exactly once, as alone: a job is marked finished in the statement that deleted its
+claim, and a claim that is no longer the process's (pruned, released) finishes
+nothing; the statement is all or nothing for every job in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from ..models import ClaimedExecution, Job
+from . import notify
+from .postgres import _claiming, _jobs_from_rows, _nulls, _prepared_cursor
+from .sql import columns, table
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..models import Process
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What the finishes of one statement share: whose claims, and what they claim next."""
+
+    process_id: int | None  # the claims' process
+    claims: bool  # whether any of them claims (the ones allowed to do)
+    queue_name: str | None = None  # None: every queue
+    process: Process | None = None  # who claims, registered
+
+
+@dataclasses.dataclass(frozen=True)
+class Finishing:
+    """One thread's success: the values its job is marked finished with, and its claim."""
+
+    job_id: int
+    finished_at: datetime
+    return_value: Any  # prepared for the database
+    attempts: Any  # the attempt to append, prepared for the database
+    claims: bool  # whether this thread claims its next job
+    alone: Callable[[], tuple[bool, list[ClaimedExecution]]]  # its own statement
+
+
+def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[ClaimedExecution]]]:
+    """Finish ``entries`` in one statement; for each, (recorded, the jobs it claimed).
+
+    A group of one takes the finish's own statement (prepared, and the plainer plan).
+    """
+    if len(entries) == 1:
+        return [entries[0].alone()]
+    wanted = sum(entry.claims for entry in entries)
+    claims = shape.claims and wanted > 0
+    params: list = [
+        [entry.job_id for entry in entries],
+        [entry.finished_at for entry in entries],
+        [entry.return_value for entry in entries],
+        [entry.attempts for entry in entries],
+    ]
+    params += [] if shape.process_id is None else [shape.process_id]
+    now = timezone.now()
+    if claims:
+        queue, process = shape.queue_name, shape.process
+        params += [] if queue is None else [queue, queue]
+        params += [] if process is None else [process.pk]
+        params += [wanted, process.pk if process else None, now]
+    registered = shape.process is not None
+    sql = _sql(shape.process_id is None, claims, shape.queue_name is not None, registered)
+    with _prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    finished = {row[0] for row in rows if row[0] is not None}
+    jobs = _jobs_from_rows([row[1:] for row in rows if row[0] is None])
+    claimed = iter(ClaimedExecution.claimed_for(job, shape.process, now) for job in jobs)
+    return [
+        (entry.job_id in finished, [c for c in [next(claimed, None)] if c] if entry.claims else [])
+        for entry in entries
+    ]
+
+
+@functools.cache
+def _sql(without_process: bool, claims: bool, one_queue: bool, registered: bool) -> str:
+    # Rows of finished jobs carry their id; rows of claimed jobs a NULL, then the job.
+    fields = Job._meta.concrete_fields
+    process = "c.process_id IS NULL" if without_process else "c.process_id = %s"
+    sql = (
+        "WITH input AS (SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::jsonb[], "
+        "%s::jsonb[]) AS i (job_id, finished_at, return_value, attempt)), "
+        f"claim AS (DELETE FROM {table(ClaimedExecution)} c USING input "
+        f"WHERE c.job_id = input.job_id AND {process} RETURNING c.job_id), "
+        f"finished AS (UPDATE {table(Job)} j SET finished_at = i.finished_at, "
+        "return_value = i.return_value, attempts = j.attempts || i.attempt, "
+        "updated_at = i.finished_at FROM claim JOIN input i ON i.job_id = claim.job_id "
+        f"WHERE j.id = claim.job_id RETURNING j.id, {notify.ended_call('j.id')})"
+    )
+    if not claims:
+        return f"{sql} SELECT id, {_nulls(fields)} FROM finished"
+    return (
+        f"{sql}, {_claiming(one_queue, registered)} "
+        f"SELECT id, {_nulls(fields)} FROM finished UNION ALL "
+        f"SELECT NULL, {columns(fields, 'j.')} FROM claimed "
+        f"JOIN {table(Job)} j ON j.id = claimed.job_id"
+    )
