@@ -175,10 +175,13 @@ class ClaimedExecution(ClaimedLifecycle, Execution):
         related_name="claimed_execution",
     )
     # No database constraint: a process row may vanish before its claims are failed.
+    # No index of its own: sq_claimed_by_process starts with it, and every claim and
+    # finish would pay for a second one.
     process = models.ForeignKey(
         "steady_queue.Process",
         on_delete=models.DO_NOTHING,
         db_constraint=False,
+        db_index=False,
         null=True,
         blank=True,
         related_name="claimed_executions",

@@ -27,12 +27,25 @@ class WriteAlone(Exception):
 
 
 class _Waiting:
+    """An entry, and a lock held until its result is in or its thread is to lead.
+
+    A bare lock is the cheapest way to block a thread until another lets it go (an
+    Event builds a Condition, and a lock of its own for each wait, on top of it).
+    """
+
     __slots__ = ("entry", "ready", "result")
 
     def __init__(self, entry: Any):
         self.entry = entry
         self.result: Any = None
-        self.ready = threading.Event()
+        self.ready = threading.Lock()
+        self.ready.acquire()
+
+    def wait(self) -> None:
+        self.ready.acquire()
+
+    def wake(self) -> None:
+        self.ready.release()
 
 
 class FinishGroup:
@@ -52,7 +65,7 @@ class FinishGroup:
             leads = not self._writing
             self._writing = True
         if not leads:
-            mine.ready.wait()
+            mine.wait()
             if mine.result is not None:
                 return _result(mine.result)
             # Handed the lead: what waits now is this thread's to write, itself included.
@@ -71,13 +84,13 @@ class FinishGroup:
     def _hand_out(self, batch: list[_Waiting], results: list[Any], mine: _Waiting) -> None:
         with self._lock:
             if self._waiting:
-                self._waiting[0].ready.set()  # the next leader: its result stays None
+                self._waiting[0].wake()  # the next leader: its result stays None
             else:
                 self._writing = False
         for waiting, result in zip(batch, results, strict=True):
             waiting.result = _Box(result)
             if waiting is not mine:
-                waiting.ready.set()
+                waiting.wake()
 
 
 class _Box:
