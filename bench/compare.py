@@ -5,9 +5,10 @@
 Each commit is checked out into a temporary git worktree. Rounds alternate which
 commit goes first, and each round measures both with the same plan (single and bulk
 enqueue, a drain with the real ``manage.py steady_queue``, pickup latency of an idle
-worker), each through the commit's own code and its own bench/measures.py: a change
-to the engine is compared, not a change to the benchmark. Prints every run and the
-median of each figure per commit, with the ratio new/old.
+worker, and a second drain for what a job costs: worker and database CPU, and on
+PostgreSQL the write transactions), each through the commit's own code and its own
+bench/measures.py: a change to the engine is compared, not a change to the benchmark.
+Prints every run and the median of each figure per commit, with the ratio new/old.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +30,9 @@ FIGURES = {  # name: higher is better
     "drain, jobs/s": True,
     "pickup latency p50, ms": False,
     "pickup latency p90, ms": False,
+    "drain, worker CPU per job, ms": False,
+    "drain, database CPU per job, ms": False,
+    "drain, transactions per job": False,
 }
 
 
@@ -131,7 +136,99 @@ def _measure(options: argparse.Namespace) -> dict:
         "drain, jobs/s": drain,
         "pickup latency p50, ms": measures._ms(latencies, 50),
         "pickup latency p90, ms": measures._ms(latencies, 90),
+        **_drain_cost(options.jobs, options.config),
     }
+
+
+def _drain_cost(jobs: int, config: str) -> dict:
+    """Another drain: the CPU per job while it runs, and the write transactions it made.
+
+    CPU: of the worker processes (the supervisor's tree) and of the database server
+    (PostgreSQL's backends of this database, MySQL/MariaDB's server process; SQLite's
+    work is the workers' own), over the jobs finished between 15% and 75% of the drain.
+    Write transactions (PostgreSQL): the transaction ids the drain used, each a commit
+    that waits for its WAL flush. They are the server's: run nothing else beside it.
+    """
+    from bench import database, measures, processes
+    from steady_queue.models import Job
+
+    database.truncate()
+    measures._bulk(jobs, min(jobs, 10_000))
+    unfinished = Job.objects.filter(finished_at__isnull=True)
+    before = _transaction_id()
+    with processes.running(processes.steady_queue(config)) as (supervisor,):
+        marks = []
+        for share in (0.15, 0.75, 1.0):
+            while (left := unfinished.count()) > jobs * (1 - share):
+                time.sleep(0.005)
+            marks.append((jobs - left, _cpu(supervisor.pid)))
+    (done_a, (workers_a, server_a)), (done_b, (workers_b, server_b)) = marks[:2]
+    figures = {
+        "drain, worker CPU per job, ms": 1000 * (workers_b - workers_a) / (done_b - done_a),
+        "drain, database CPU per job, ms": 1000 * (server_b - server_a) / (done_b - done_a),
+    }
+    if before is not None:  # the polls above read only: they took no transaction id
+        figures["drain, transactions per job"] = (_transaction_id() - before - 1) / jobs
+    return figures
+
+
+def _transaction_id() -> int | None:
+    """A new transaction id on PostgreSQL (this call takes one), else None."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT txid_current()")
+        return cursor.fetchone()[0]
+
+
+def _cpu(root: int) -> tuple[float, float]:
+    """CPU seconds so far of the process tree at ``root``, and of the database server."""
+    from django.db import connection
+
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(stat[1]), []).append(int(entry.name))
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending += children.get(pid, [])
+    server: list[int] = []
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            server = [row[0] for row in cursor.fetchall()]
+    elif connection.vendor == "mysql":
+        server = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/comm") if _is_mysql(p)]
+    return _seconds(tree), _seconds(server)
+
+
+def _is_mysql(comm: Path) -> bool:
+    try:
+        return comm.read_text().strip() in {"mariadbd", "mysqld"}
+    except OSError:
+        return False
+
+
+def _seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _table(options: argparse.Namespace, runs: dict[str, list[dict]]) -> str:
@@ -147,8 +244,12 @@ def _table(options: argparse.Namespace, runs: dict[str, list[dict]]) -> str:
         after = statistics.median(run[name] for run in runs[new])
         ratio = after / before if before else float("nan")
         better = "better" if (ratio > 1) == higher else "worse"
-        lines.append(f"| {name} | {before:,.1f} | {after:,.1f} | {ratio:.2f} ({better}) |")
+        lines.append(f"| {name} | {_figure(before)} | {_figure(after)} | {ratio:.2f} ({better}) |")
     return "\n".join(lines)
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
 
 
 if __name__ == "__main__":
