@@ -9,17 +9,64 @@ alone writes at once, a group of one, so an idle worker's latency is unchanged, 
 group grows only while the database is busy with the one before (as PostgreSQL's own
 commit grouping does for WAL flushes).
 
-What a statement does is the caller's (``write(entries)``: one result per entry, in
-order). If it raises, every entry of the group gets ``WriteAlone``: each thread then
-writes its own finish as it would without grouping, so that one job's bad value, or a
-deadlock, never fails the others' finishes, and the retries stay each job's own.
+What a statement does is the database's (``postgres_grouped``, ``mysql_grouped``:
+``write(shape, entries)``, one result per entry, in order). If it raises, every entry of
+the group gets ``WriteAlone``: each thread then writes its own finish as it would
+without grouping, so that one job's bad value, or a deadlock, never fails the others'
+finishes, and the retries stay each job's own (a group of one gets its own error).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .. import db
+
+if TYPE_CHECKING:
+    from ..models import ClaimedExecution, Process
+    from .base import ClaimNext
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What the finishes of one statement share: whose claims, and what they claim next."""
+
+    process_id: int | None  # the claims' process
+    claims: bool  # whether any of them claims (the ones allowed to do)
+    queue_name: str | None = None  # None: every queue
+    process: Process | None = None  # who claims, registered
+
+
+@dataclasses.dataclass(frozen=True)
+class Finishing:
+    """One thread's success: the values its job is marked finished with, and its claim."""
+
+    job_id: int
+    finished_at: Any
+    return_value: Any  # prepared for the database, as the two below
+    attempts: Any  # the attempt to append (PostgreSQL), or all of the job's (MySQL)
+    claims: bool  # whether this thread claims its next job
+    alone: Callable[[], tuple[bool, list[ClaimedExecution]]]  # its own statement, or script
+
+
+def shape_of(
+    claimed: ClaimedExecution, then_claim: ClaimNext | None, along: ClaimNext | None
+) -> Shape | None:
+    """The shape of a worker thread's finish; None: written alone, as a caller's is.
+
+    ``along``: ``then_claim`` if the statement can claim what it asks (None: the thread
+    claims in a statement of its own, after). A finish inside a caller's transaction
+    is the caller's: it never writes for other threads.
+    """
+    if then_claim is None or db.connection().in_atomic_block:
+        return None
+    if along is None:
+        return Shape(claimed.process_id, claims=False)
+    queue_name = None if "*" in along.queues else next(iter(along.queues))
+    return Shape(claimed.process_id, True, queue_name, along.process)
 
 
 class WriteAlone(Exception):

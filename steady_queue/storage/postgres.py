@@ -23,7 +23,7 @@ from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
 from . import notify, postgres_enqueue
 from .base import ClaimNext, Finished, Storage
-from .finish_group import FinishGroups, WriteAlone
+from .finish_group import FinishGroups, Finishing, WriteAlone, shape_of
 from .sql import claim_per_queue, columns, poll_order, table
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class PostgresStorage(Storage):
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
     ) -> Finished:
         """A plain success in one statement, which also claims the next job when asked."""
-        from . import postgres_grouped, postgres_hand_on  # they build on this module's
+        from . import postgres_hand_on  # it builds on this module's statements
 
         if postgres_hand_on.applies(claimed, outcome, then_claim):
             return postgres_hand_on.finish(self, claimed, outcome, then_claim)
@@ -81,7 +81,7 @@ class PostgresStorage(Storage):
         along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None
         # A worker thread's finish may share a statement with its neighbours' (see
         # postgres_grouped); not inside a caller's transaction, which is its own.
-        shape = _group_shape(claimed, then_claim, along)
+        shape = shape_of(claimed, then_claim, along)
         asked: list[bool] = []  # along.allowed()'s one answer
         made: list[list[ClaimedExecution]] = []  # what the statement claimed
 
@@ -102,7 +102,7 @@ class PostgresStorage(Storage):
             if shape is None:
                 recorded, claimed_next = alone(asked[0])
             else:
-                entry = postgres_grouped.Finishing(
+                entry = Finishing(
                     claimed.job_id,
                     attempt.finished_at,
                     *values,
@@ -140,19 +140,6 @@ def _one_statement_claims(then_claim: ClaimNext) -> bool:
     """Whether the finishing statement can claim for these queues: all, or one exact name."""
     queues = list(then_claim.queues)
     return then_claim.limit == 1 and ("*" in queues or (len(queues) == 1 and "*" not in queues[0]))
-
-
-def _group_shape(claimed: ClaimedExecution, then_claim: ClaimNext | None, along: ClaimNext | None):
-    """What the finish's statement would share with others' (None: it is written alone)."""
-    from .postgres_grouped import Shape
-
-    if then_claim is None or db.connection().in_atomic_block:
-        return None
-    if along is None:
-        return Shape(claimed.process_id, claims=False)
-    queues = list(along.queues)
-    queue_name = None if "*" in queues else queues[0]
-    return Shape(claimed.process_id, True, queue_name, along.process)
 
 
 def _finish_params(claimed: ClaimedExecution, attempt: Attempt, values: tuple[Any, Any]) -> list:

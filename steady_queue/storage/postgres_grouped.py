@@ -14,44 +14,15 @@ nothing; the statement is all or nothing for every job in it.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from ..models import ClaimedExecution, Job
 from . import notify
+from .finish_group import Finishing, Shape
 from .postgres import _claiming, _jobs_from_rows, _nulls, _prepared_cursor
 from .sql import columns, table
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    from ..models import Process
-
-
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    """What the finishes of one statement share: whose claims, and what they claim next."""
-
-    process_id: int | None  # the claims' process
-    claims: bool  # whether any of them claims (the ones allowed to do)
-    queue_name: str | None = None  # None: every queue
-    process: Process | None = None  # who claims, registered
-
-
-@dataclasses.dataclass(frozen=True)
-class Finishing:
-    """One thread's success: the values its job is marked finished with, and its claim."""
-
-    job_id: int
-    finished_at: datetime
-    return_value: Any  # prepared for the database
-    attempts: Any  # the attempt to append, prepared for the database
-    claims: bool  # whether this thread claims its next job
-    alone: Callable[[], tuple[bool, list[ClaimedExecution]]]  # its own statement
 
 
 def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[ClaimedExecution]]]:
