@@ -26,6 +26,7 @@ from ..models.claimed_finish import Outcome, Success
 from ..models.execution import READY_COPIED_FIELDS
 from . import mysql_script
 from .base import ClaimNext, Finished, Storage
+from .finish_group import FinishGroups, Finishing, WriteAlone, shape_of
 from .mysql_script import COMMIT, START, Statement
 from .sql import claim_per_queue, columns, poll_order, table
 
@@ -40,6 +41,12 @@ TAKEN = "@steady_queue_taken"
 
 class MysqlStorage(Storage):
     """One round trip per enqueue, claim and finish (with the next claim)."""
+
+    def __init__(self, alias: str):
+        super().__init__(alias)
+        from . import mysql_grouped  # it builds on this module's statements
+
+        self._groups = FinishGroups(mysql_grouped.write)
 
     def enqueue(self, jobs: list[Job]) -> list[Job]:
         # Many jobs: Job.enqueue_all's two multi-row INSERTs already cost a fixed number.
@@ -72,21 +79,46 @@ class MysqlStorage(Storage):
         if not (plain and mysql_script.usable()):
             return super().finish(claimed, outcome, then_claim=then_claim)
         along = then_claim if then_claim is not None and _one_script_claims(then_claim) else None
+        # A worker thread's finish may share a script with its neighbours' (see
+        # mysql_grouped); not inside a caller's transaction, which is its own.
+        shape = shape_of(claimed, then_claim, along)
         asked: list[bool] = []  # along.allowed()'s one answer
         made: list[list[ClaimedExecution]] = []  # what the script claimed
 
         def write(attempt: Attempt) -> bool:
             finishing = _finishing(claimed, attempt, outcome.return_value)
-            if along is None or asked or not along.allowed():
-                asked.append(False)  # retried after a failure, or not allowed: finish only
-                results = mysql_script.run([START, *finishing, COMMIT])
-                return results[1].rowcount == 1
-            asked[:] = [True]
-            queue_name = None if "*" in along.queues else along.queues[0]
-            claiming, read = _claiming(queue_name, along.limit, along.process)
-            results = mysql_script.run([START, *finishing, *claiming, COMMIT])
-            made.append(read(results[1 + len(finishing) :]))
-            return results[1].rowcount == 1
+
+            def alone(claims: bool) -> tuple[bool, list[ClaimedExecution]]:
+                if not claims:
+                    results = mysql_script.run([START, *finishing, COMMIT])
+                    return results[1].rowcount == 1, []
+                queue_name = None if "*" in along.queues else along.queues[0]
+                claiming, read = _claiming(queue_name, along.limit, along.process)
+                results = mysql_script.run([START, *finishing, *claiming, COMMIT])
+                return results[1].rowcount == 1, read(results[1 + len(finishing) :])
+
+            if asked:  # retried after a failure: finish only, alone
+                return alone(False)[0]
+            asked.append(along is not None and along.allowed())
+            if shape is None:
+                recorded, claimed_next = alone(asked[0])
+            else:
+                _, _, (_, (finished_at, return_value, attempts, *_)) = finishing
+                entry = Finishing(
+                    claimed.job_id,
+                    finished_at,
+                    return_value,
+                    attempts,
+                    claims=asked[0],
+                    alone=functools.partial(alone, asked[0]),
+                )
+                try:
+                    recorded, claimed_next = self._groups.finish(shape, entry)
+                except WriteAlone:  # the group's script failed: this job's goes alone
+                    recorded, claimed_next = alone(asked[0])
+            if asked[0]:
+                made.append(claimed_next)
+            return recorded
 
         recorded = claimed.record(outcome, write=write)
         if along is None:
