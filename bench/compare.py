@@ -240,6 +240,8 @@ def _table(options: argparse.Namespace, runs: dict[str, list[dict]]) -> str:
         "|---|---:|---:|---:|",
     ]
     for name, higher in FIGURES.items():
+        if any(name not in run for run in runs[old] + runs[new]):
+            continue  # measured on PostgreSQL only, or not by this version
         before = statistics.median(run[name] for run in runs[old])
         after = statistics.median(run[name] for run in runs[new])
         ratio = after / before if before else float("nan")
