@@ -9,7 +9,8 @@ array) that the claim's insert, delete and job select read through ``JSON_TABLE`
 the finish deletes the claim first (its row lock decides who records the outcome) and
 updates the job only if that delete took the row. The uncommon cases (scheduled,
 concurrency-limited or unique jobs, failures) and any call inside a transaction take
-the portable paths.
+the portable paths; a concurrency-limited job's success, with its slot's hand-on, is
+in mysql_hand_on.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class MysqlStorage(Storage):
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
     ) -> Finished:
         """A plain success in one round trip, which also claims the next job when asked."""
+        from . import mysql_hand_on  # it builds on this module's statements
+
+        if mysql_hand_on.applies(claimed, outcome, then_claim):
+            return mysql_hand_on.finish(self, claimed, outcome, then_claim)
         plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
         if not (plain and mysql_script.usable()):
             return super().finish(claimed, outcome, then_claim=then_claim)
