@@ -40,6 +40,11 @@ TAKEN = "@steady_queue_taken"
 class MysqlStorage(Storage):
     """One round trip per enqueue, claim and finish (with the next claim)."""
 
+    #: Nothing wakes a MySQL worker: left at the default polling_interval (0.1 s) an idle
+    #: one polls every 30 ms (a poll that finds nothing: one round trip, a read-only
+    #: transaction), so that a job waits about 15 ms for it instead of 50.
+    idle_polling_interval = 0.03
+
     def enqueue(self, jobs: list[Job]) -> list[Job]:
         # A unique job's key is taken through the ORM (UniqueLock): the portable path.
         fast = all(job.is_ready_on_enqueue and not job.unique_key for job in jobs)
