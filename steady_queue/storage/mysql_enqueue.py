@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -61,8 +62,7 @@ def enqueue_all_ready(jobs: list[Job]) -> bool:
         return False
     now = timezone.now()
     ready_at = db.connection().ops.adapt_datetimefield_value(now)
-    converters = _converters()
-    connection = db.connection()
+    connection, converters = db.connection(), _converters()
     try:
         first_ids, step = [], None
         for start in range(0, len(jobs), CHUNK):
@@ -132,12 +132,20 @@ def _attnames() -> tuple[str, ...]:
 
 
 def _converters() -> list[Callable[[Any], Any] | None]:
-    return [_converter(field) for field in _fields()]
-
-
-def _converter(field: Field) -> Callable[[Any], Any] | None:
-    """What ``field.get_db_prep_save`` does to a plain value, without its layers."""
+    """Each column's converter (None: the value as it is), made once per connection."""
     connection = db.connection()
+    made = _CONVERTERS.get(connection)
+    if made is None:
+        made = _CONVERTERS[connection] = [_converter(f, connection) for f in _fields()]
+    return made
+
+
+# By connection (one per thread and alias): a converter may use its time zone.
+_CONVERTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _converter(field: Field, connection) -> Callable[[Any], Any] | None:
+    """What ``field.get_db_prep_save`` does to a plain value, without its layers."""
     if isinstance(field, JSONField):
         encoder = field.encoder
         if encoder is None:  # json's own encoder, cached by json.dumps when called plainly
