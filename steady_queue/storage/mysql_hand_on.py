@@ -93,7 +93,7 @@ def _handing_on(job: Job, then_claim: ClaimNext):
     prefixes = [] if "*" in queues else [q.removesuffix("*") for q in queues if "*" in q]
     likes = [connection.ops.prep_for_like_query(p) + "%" for p in prefixes]
     sql = _sql("*" in queues, len(exact), len(prefixes))
-    params = [
+    params = [  # each statement's of _sql, in order
         [key],
         [*exact, *prefixes, *exact, *likes],
         [expires_at, key],
