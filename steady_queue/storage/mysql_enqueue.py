@@ -3,11 +3,12 @@
 One job is one script (``mysql_script``): its INSERT, then its ready row's, which reads
 the job's id with ``LAST_INSERT_ID()``. Many jobs are multi-row INSERTs of up to
 ``CHUNK`` jobs each, every one followed by an ``INSERT ... SELECT`` of their ready rows,
-in one transaction (one round trip per chunk, then the COMMIT). A multi-row INSERT
-takes its ids as one consecutive block (``LAST_INSERT_ID()`` the first, in row order)
-when InnoDB's auto-increment lock mode is "consecutive" (0 or 1: MariaDB's default,
-not MySQL 8's); the ready rows are those of the block, and the counts are checked
-before the COMMIT. With interleaved ids (mode 2) many jobs take the portable path.
+in one transaction: one round trip per chunk, then the driver's COMMIT. A multi-row
+INSERT takes its ids as one consecutive block (``LAST_INSERT_ID()`` the first, in row
+order) when InnoDB's auto-increment lock mode is "consecutive" (0 or 1: MariaDB's
+default, not MySQL 8's); the ready rows are those of the block, and the counts are
+checked before the COMMIT. With interleaved ids (mode 2) many jobs take the portable
+path.
 
 The values are converted here, column by column, as Django's ``get_db_prep_save``
 would: JSON dumped, aware datetimes made naive in the connection's time zone.
@@ -15,6 +16,7 @@ would: JSON dumped, aware datetimes made naive in the connection's time zone.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -60,9 +62,8 @@ def enqueue_all_ready(jobs: list[Job]) -> bool:
     """
     if not _consecutive_ids(db.alias()):
         return False
-    now = timezone.now()
-    ready_at = db.connection().ops.adapt_datetimefield_value(now)
-    connection, converters = db.connection(), _converters()
+    connection, converters, now = db.connection(), _converters(), timezone.now()
+    ready_at = connection.ops.adapt_datetimefield_value(now)
     try:
         first_ids, step = [], None
         for start in range(0, len(jobs), CHUNK):
@@ -81,12 +82,13 @@ def enqueue_all_ready(jobs: list[Job]) -> bool:
             if not inserted.rowcount == ready.rowcount == len(chunk):
                 raise _NotConsecutive
             first_ids.append(inserted.lastrowid)
-        mysql_script.run([COMMIT])
+        connection.commit()  # the transaction the first script began
     except _NotConsecutive:
         connection.rollback()
         return False
-    except BaseException:  # a value that would not convert: end the transaction begun
-        connection.rollback()
+    except BaseException:  # a value that would not convert, a lost connection: end it
+        with contextlib.suppress(Exception):  # a lost connection rolled back by itself
+            connection.rollback()
         raise
     for start, first in zip(range(0, len(jobs), CHUNK), first_ids, strict=True):
         for offset, job in enumerate(jobs[start : start + CHUNK]):
