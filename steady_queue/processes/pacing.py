@@ -12,13 +12,18 @@ What it should wait depends on what else wakes it: ``choose()`` picks one of thr
   ``ACTIVE_POLL_INTERVAL`` and doubles the wait after each empty poll, back up to
   ``polling_interval``: a burst is picked up in milliseconds, and a few extra polls
   (four with the default 0.1 s) are all that it costs once the burst is over. An idle
-  worker polls every ``polling_interval``.
+  worker polls every ``polling_interval``; with the default one, on a database whose
+  storage polls in one cheap round trip (``Storage.idle_polling_interval``: MySQL and
+  MariaDB's), every that interval instead.
 """
 
 from __future__ import annotations
 
+from ..configuration import Worker, seconds
+
 SIGNALLED_POLL_INTERVAL = 5.0
 ACTIVE_POLL_INTERVAL = 0.01
+DEFAULT_POLLING_INTERVAL = seconds(Worker.polling_interval)
 
 
 class Fixed:
@@ -54,10 +59,22 @@ class Adaptive(Fixed):
         return self._wait
 
 
-def choose(polling_interval: float, *, notified: bool, signalled: bool) -> Fixed:
-    """The pacing of a worker woken by notifications, by a change signal, or by nothing."""
+def choose(
+    polling_interval: float,
+    *,
+    notified: bool,
+    signalled: bool,
+    idle_polling_interval: float | None = None,
+) -> Fixed:
+    """The pacing of a worker woken by notifications, by a change signal, or by nothing.
+
+    ``idle_polling_interval``: the storage's own pace for a polling worker left at the
+    default ``polling_interval`` (an interval the user chose is kept).
+    """
     if notified:
         return Fixed(polling_interval)
     if signalled:
         return Signalled(polling_interval)
+    if idle_polling_interval is not None and polling_interval == DEFAULT_POLLING_INTERVAL:
+        return Adaptive(idle_polling_interval)
     return Adaptive(polling_interval)

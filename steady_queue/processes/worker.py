@@ -136,6 +136,7 @@ class Worker(RecyclingWorker, Poller):
             self.polling_interval,
             notified=self.listener is not None,
             signalled=self.watcher is not None,
+            idle_polling_interval=storage.for_alias().idle_polling_interval,
         )
 
     def poll(self) -> float:

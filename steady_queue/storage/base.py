@@ -63,6 +63,9 @@ class Storage:
 
     #: Whether idle processes can be woken by this database (LISTEN/NOTIFY).
     wakes_listeners = False
+    #: How often an idle worker left at the default polling_interval polls, where a poll
+    #: is cheap enough to poll faster than that (None: every polling_interval).
+    idle_polling_interval: float | None = None
 
     def __init__(self, alias: str):
         self.alias = alias

@@ -1,7 +1,8 @@
 """A finishing worker thread takes the job its concurrency slot passes to (slot_hand_on).
 
-Run on every storage of the database under test, like the contract tests: the hand-on
-is the portable finish's, which the fast storages fall back to for limited jobs.
+Run on every storage of the database under test, like the contract tests: the portable
+finish's hand-on, and the fast storages' own (PostgreSQL's one statement, MySQL's one
+script) where they have one.
 """
 
 from __future__ import annotations
@@ -247,6 +248,8 @@ def test_handing_on_costs_fewer_statements_than_a_release_and_a_claim(store, pro
     assert handed <= released - 4, (handed, released)
     if type(store).__name__ == "PostgresStorage":
         assert handed == 3  # BEGIN, one statement (storage/postgres_hand_on.py), COMMIT
+    if type(store).__name__ == "MysqlStorage":
+        assert handed == 1  # one script (storage/mysql_hand_on.py)
 
 
 def test_an_unlimited_job_claims_its_next_job_the_usual_way(store, process):
@@ -256,3 +259,17 @@ def test_an_unlimited_job_claims_its_next_job_the_usual_way(store, process):
     finished = store.finish(claimed, Success(2), then_claim=storage.ClaimNext(["*"], process))
 
     assert [c.job_id for c in finished.claimed] == [second.pk]
+
+
+def test_a_key_whose_semaphore_expired_admits_the_next_job_with_a_new_one(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    Semaphore.objects.filter(key=first.concurrency_key).delete()  # expired, then deleted
+    Pause.objects.create(queue_name="default")  # no hand-on: the slot goes back
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert finished.recorded and finished.claimed == []
+    assert state_of(second) == "ready" and slots_free(first) == 0
