@@ -110,7 +110,14 @@ class SqliteStorage(Storage):
     def finish(
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
     ) -> Finished:
-        """A plain success in one transaction, which also claims the next job when asked."""
+        """A plain success in one transaction, which also claims the next job when asked.
+
+        A limited job's success passes its slot on in one transaction too (sqlite_hand_on).
+        """
+        from . import sqlite_hand_on  # it builds on this module's transaction
+
+        if available() and sqlite_hand_on.applies(claimed, outcome, then_claim):
+            return sqlite_hand_on.finish(self, claimed, outcome, then_claim)
         plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
         if not (plain and available()):
             return super().finish(claimed, outcome, then_claim=then_claim)
@@ -120,14 +127,14 @@ class SqliteStorage(Storage):
         def write(attempt: Attempt) -> bool:
             def finish_alone() -> bool:
                 with write_transaction():
-                    return _record_success(claimed, attempt, outcome.return_value)
+                    return record_success(claimed, attempt, outcome.return_value)
 
             if then_claim is None or asked:  # nothing to claim, or a retry: finish only
                 return finish_alone()
             claimed_next = None
             try:
                 with write_transaction():
-                    recorded = _record_success(claimed, attempt, outcome.return_value)
+                    recorded = record_success(claimed, attempt, outcome.return_value)
                     asked.append(then_claim.allowed())
                     if asked[0]:
                         claimed_next = self.claim(
@@ -150,7 +157,7 @@ class SqliteStorage(Storage):
         return Finished(recorded)
 
 
-def _record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> bool:
+def record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> bool:
     """Delete the claim if it is still ours and mark its job finished; whether it was."""
     connection = db.connection()
     fields, now = Job._meta, attempt.finished_at

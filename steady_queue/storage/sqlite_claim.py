@@ -57,7 +57,7 @@ def _take(names: list[str] | None, limit: int, process: Process | None) -> list[
     params += [] if process is None else [process.pk]
     with db.connection().cursor() as cursor:
         cursor.execute(_claim_sql(len(names) if names else 0, process is not None), params)
-        jobs = _jobs_from_rows(cursor.fetchall(), names or [])
+        jobs = jobs_from_rows(cursor.fetchall(), names or [])
         if jobs:
             _insert_claims(cursor, [job.pk for job in jobs], process, now)
     return [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
@@ -114,11 +114,11 @@ def _claim_sql(queue_count: int, registered: bool) -> str:
     alive = f" AND EXISTS (SELECT 1 FROM {table(Process)} WHERE id = %s)" if registered else ""
     return (
         f"DELETE FROM {ready} WHERE job_id IN ({picked}){alive} "
-        f"RETURNING {_job_columns(f'{ready}.job_id')}"
+        f"RETURNING {job_columns(f'{ready}.job_id')}"
     )
 
 
-def _job_columns(job_id: str) -> str:
+def job_columns(job_id: str) -> str:
     """The job's columns, each looked up by primary key (RETURNING reads one table)."""
     quote, jobs = db.connection().ops.quote_name, table(Job)
     return ", ".join(
@@ -127,7 +127,7 @@ def _job_columns(job_id: str) -> str:
     )
 
 
-def _jobs_from_rows(rows: list[tuple], names: list[str]) -> list[Job]:
+def jobs_from_rows(rows: list[tuple], names: list[str]) -> list[Job]:
     """Jobs from their rows, converted as Django would, in claim order."""
     connection, alias = db.connection(), db.alias()
     attnames, converters = _converters(connection)
