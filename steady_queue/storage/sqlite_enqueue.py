@@ -2,8 +2,8 @@
 
 The jobs go in one ``INSERT ... RETURNING id`` (several when SQLite's limit on
 parameters needs it), their ready rows in another, inside the caller's write
-transaction; the rows are built straight from the fields, without the ORM's
-``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
+transaction; the rows are built straight from the fields (sqlite_values), without the
+ORM's ``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
 path. Nobody is told: SQLite's idle workers watch the database's files.
 """
 
@@ -19,6 +19,7 @@ from ..models import Job, ReadyExecution
 from ..models.execution import READY_COPIED_FIELDS
 from .sql import columns, table
 from .sqlite_claim import chunks, max_rows
+from .sqlite_values import job_rows
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,10 +34,7 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
     Runs inside a transaction; the ids are set on the jobs only once every row is in.
     """
     connection, fields = db.connection(), _job_fields()
-    rows = [
-        [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
-        for job in jobs
-    ]
+    rows = job_rows(jobs, fields, connection)
     ids: list[int] = []
     with connection.cursor() as cursor:
         for chunk in chunks(rows, max_rows(connection, len(fields))):

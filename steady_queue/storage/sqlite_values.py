@@ -1,0 +1,76 @@
+"""Jobs' rows as SQLite stores them, without the ORM's dispatch for every value.
+
+``Field.get_db_prep_save`` goes through four or five calls per value (``pre_save``,
+``get_prep_value``, ``to_python``, the backend's adapter, a settings lookup each): on
+SQLite, which has no round trips, that is a third of a bulk enqueue's time, and more
+than the two INSERTs of a single one. Here the common values are converted directly,
+the same way Django's fields do: text and whole numbers as they are, aware datetimes
+as naive UTC text, JSON dumped with the field's encoder, None as NULL. Anything else (a
+naive datetime, a lazy string, an expression, a field of another kind, a field that
+sets its value on save) goes through the field's own ``get_db_prep_save``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import models
+
+if TYPE_CHECKING:
+    from ..models import Job
+
+# How each column's value is converted.
+ORM, TEXT, NUMBER, MOMENT, JSON = range(5)
+
+KINDS = {
+    models.CharField: TEXT,
+    models.TextField: TEXT,
+    models.SmallIntegerField: NUMBER,
+    models.IntegerField: NUMBER,
+    models.BigIntegerField: NUMBER,
+    models.ForeignKey: NUMBER,  # an id, as the target's primary key stores it
+    models.DateTimeField: MOMENT,
+    models.JSONField: JSON,
+}
+
+
+def job_rows(jobs: Sequence[Job], fields: tuple[models.Field, ...], connection) -> list[list]:
+    """Each job's values of ``fields``, as ``field.get_db_prep_save`` would give them."""
+    plan = _plan(fields)
+    utc = connection.timezone if settings.USE_TZ else None  # SQLite keeps naive UTC
+    rows = []
+    for job in jobs:
+        row = []
+        for attname, kind, field, plain in plan:
+            if kind == ORM:
+                row.append(field.get_db_prep_save(field.pre_save(job, True), connection))
+                continue
+            value = getattr(job, attname)
+            if value is None or type(value) is plain:
+                row.append(value)  # NULL, text as text, a whole number as a number
+            elif kind == JSON and type(value) in (dict, list):
+                row.append(json.dumps(value, cls=field.encoder))
+            elif kind == MOMENT and type(value) is datetime and value.tzinfo and utc:
+                row.append(str(value.astimezone(utc).replace(tzinfo=None)))
+            else:
+                row.append(field.get_db_prep_save(value, connection))
+        rows.append(row)
+    return rows
+
+
+@functools.cache
+def _plan(fields: tuple[models.Field, ...]) -> tuple[tuple[str, int, models.Field, type], ...]:
+    """Each field's attribute, its kind, and the type stored as it is (exact classes only:
+    a subclass may convert its way)."""
+    plan = []
+    for field in fields:
+        sets_itself = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        kind = ORM if sets_itself else KINDS.get(type(field), ORM)
+        plain = {TEXT: str, NUMBER: int}.get(kind, type(None))  # NoneType: none as it is
+        plan.append((field.attname, kind, field, plain))
+    return tuple(plan)
