@@ -19,6 +19,7 @@ from .. import db
 from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.queue_selector import QueueSelector
 from .sql import poll_order, table
+from .sqlite_values import moment
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -65,7 +66,7 @@ def _take(names: list[str] | None, limit: int, process: Process | None) -> list[
 
 def _insert_claims(cursor, job_ids: list[int], process: Process | None, now) -> None:
     connection = db.connection()
-    created_at = ClaimedExecution._meta.get_field("created_at").get_db_prep_save(now, connection)
+    created_at = moment(now, connection)
     process_id = None if process is None else process.pk
     for chunk in chunks(job_ids, max_rows(connection, 3)):
         cursor.execute(

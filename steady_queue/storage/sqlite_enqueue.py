@@ -19,7 +19,7 @@ from ..models import Job, ReadyExecution
 from ..models.execution import READY_COPIED_FIELDS
 from .sql import columns, table
 from .sqlite_claim import chunks, max_rows
-from .sqlite_values import job_rows
+from .sqlite_values import job_rows, moment
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -41,7 +41,7 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
             cursor.execute(_insert_jobs_sql(len(chunk)), [value for row in chunk for value in row])
             # One writer: the ids of one statement are consecutive, in the order of its rows.
             ids += sorted(pk for (pk,) in cursor.fetchall())
-        created_at = ReadyExecution._meta.get_field("created_at").get_db_prep_save(now, connection)
+        created_at = moment(now, connection)
         ready = [
             [pk, *(getattr(job, name) for name in READY_COPIED_FIELDS), created_at]
             for job, pk in zip(jobs, ids, strict=True)

@@ -27,6 +27,7 @@ from .base import ClaimNext, Finished
 from .sql import table
 from .sqlite import record_success, write_transaction
 from .sqlite_claim import job_columns, jobs_from_rows
+from .sqlite_values import moment
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -57,7 +58,7 @@ def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: Cla
 
     def write(attempt: Attempt) -> bool:
         handed.clear()  # a retried write starts again
-        with write_transaction():
+        with write_transaction(orm_writes=True):  # the slot back, if at all, by the ORM
             if not record_success(claimed, attempt, outcome.return_value):
                 return False  # lost (pruned, released): the slot is no longer this job's
             following = _hand_on(claimed.job, then_claim, attempt.finished_at)
@@ -83,18 +84,13 @@ def _hand_on(job: Job, then_claim: ClaimNext, now: datetime) -> ClaimedExecution
         rows = cursor.fetchall()
         if not rows:
             return None
-        expires_at = _stored(Semaphore, "expires_at", now + job.concurrency_limit.expires_in)
+        expires_at = moment(now + job.concurrency_limit.expires_in, connection)
         cursor.execute(_renew_sql(), [expires_at, key])
         (following,) = jobs_from_rows(rows, [])
         process_id = None if process is None else process.pk
-        created_at = _stored(ClaimedExecution, "created_at", now)
+        created_at = moment(now, connection)
         cursor.execute(_claim_sql(), [following.pk, process_id, created_at])
     return ClaimedExecution.claimed_for(following, process, now)
-
-
-def _stored(model, name: str, value):
-    """``value`` as the queue database stores the model's field ``name``."""
-    return model._meta.get_field(name).get_db_prep_save(value, db.connection())
 
 
 def _shapes(queues: tuple[str, ...]) -> tuple[str, ...]:

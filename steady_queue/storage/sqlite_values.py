@@ -6,8 +6,9 @@ SQLite, which has no round trips, that is a third of a bulk enqueue's time, and 
 than the two INSERTs of a single one. Here the common values are converted directly,
 the same way Django's fields do: text and whole numbers as they are, aware datetimes
 as naive UTC text, JSON dumped with the field's encoder, None as NULL. Anything else (a
-naive datetime, a lazy string, an expression, a field of another kind, a field that
-sets its value on save) goes through the field's own ``get_db_prep_save``.
+naive datetime, a lazy string, an expression, a field of another kind) goes through
+the field's own ``get_db_prep_save``. A field that sets its value on save
+(``auto_now``) still does so, with its ``pre_save``.
 """
 
 from __future__ import annotations
@@ -42,15 +43,12 @@ KINDS = {
 def job_rows(jobs: Sequence[Job], fields: tuple[models.Field, ...], connection) -> list[list]:
     """Each job's values of ``fields``, as ``field.get_db_prep_save`` would give them."""
     plan = _plan(fields)
-    utc = connection.timezone if settings.USE_TZ else None  # SQLite keeps naive UTC
+    utc = _utc(connection)
     rows = []
     for job in jobs:
         row = []
-        for attname, kind, field, plain in plan:
-            if kind == ORM:
-                row.append(field.get_db_prep_save(field.pre_save(job, True), connection))
-                continue
-            value = getattr(job, attname)
+        for attname, kind, field, plain, sets_itself in plan:
+            value = field.pre_save(job, True) if sets_itself else getattr(job, attname)
             if value is None or type(value) is plain:
                 row.append(value)  # NULL, text as text, a whole number as a number
             elif kind == JSON and type(value) in (dict, list):
@@ -63,14 +61,27 @@ def job_rows(jobs: Sequence[Job], fields: tuple[models.Field, ...], connection) 
     return rows
 
 
+def moment(value: datetime, connection) -> str:
+    """A moment (``timezone.now()``, or later) as a DateTimeField stores it."""
+    utc = _utc(connection)
+    if utc and value.tzinfo:
+        return str(value.astimezone(utc).replace(tzinfo=None))
+    return connection.ops.adapt_datetimefield_value(value)  # as the field would, or raise
+
+
+def _utc(connection):
+    """The zone SQLite's datetimes are kept in, naive (None: without time zone support)."""
+    return connection.timezone if settings.USE_TZ else None
+
+
 @functools.cache
-def _plan(fields: tuple[models.Field, ...]) -> tuple[tuple[str, int, models.Field, type], ...]:
-    """Each field's attribute, its kind, and the type stored as it is (exact classes only:
-    a subclass may convert its way)."""
+def _plan(fields: tuple[models.Field, ...]) -> tuple[tuple, ...]:
+    """Each field's attribute, its kind, the type stored as it is, and whether it sets its
+    value on save. Exact classes only: a subclass may convert its own way."""
     plan = []
     for field in fields:
-        sets_itself = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
-        kind = ORM if sets_itself else KINDS.get(type(field), ORM)
+        kind = KINDS.get(type(field), ORM)
         plain = {TEXT: str, NUMBER: int}.get(kind, type(None))  # NoneType: none as it is
-        plan.append((field.attname, kind, field, plain))
+        sets_itself = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        plan.append((field.attname, kind, field, plain, sets_itself))
     return tuple(plan)

@@ -79,3 +79,12 @@ def test_the_moment_a_job_is_updated_is_set_on_it():
     sqlite_values.job_rows([job], fields, connection)
 
     assert job.updated_at is not None  # auto_now: the field's pre_save set it
+
+
+def test_a_moment_is_stored_as_a_datetime_field_stores_it():
+    field = Job._meta.get_field("finished_at")
+    for value in (
+        datetime(2030, 1, 2, 3, 4, 5, 678, tzinfo=UTC),
+        datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=-7))),
+    ):
+        assert sqlite_values.moment(value, connection) == field.get_db_prep_save(value, connection)
