@@ -57,7 +57,8 @@ def _take(names: list[str] | None, limit: int, process: Process | None) -> list[
         params.append(limit)  # of all the queues together
     params += [] if process is None else [process.pk]
     with db.connection().cursor() as cursor:
-        cursor.execute(_claim_sql(len(names) if names else 0, process is not None), params)
+        sql = _claim_sql(len(names) if names else 0, process is not None)
+        cursor.execute(sql, by_name(params))
         jobs = jobs_from_rows(cursor.fetchall(), names or [])
         if jobs:
             _insert_claims(cursor, [job.pk for job in jobs], process, now)
@@ -113,7 +114,7 @@ def _claim_sql(queue_count: int, registered: bool) -> str:
         )
         picked = f"SELECT job_id FROM ({branches}) ORDER BY position, {order} LIMIT %s"
     alive = f" AND EXISTS (SELECT 1 FROM {table(Process)} WHERE id = %s)" if registered else ""
-    return (
+    return named(
         f"DELETE FROM {ready} WHERE job_id IN ({picked}){alive} "
         f"RETURNING {job_columns(f'{ready}.job_id')}"
     )
@@ -151,6 +152,24 @@ def _converters(connection) -> tuple[list[str], list[tuple]]:
         every = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
         converters += [(index, column, converter) for converter in every]
     return [field.attname for field in fields], converters
+
+
+def named(sql: str) -> str:
+    """``sql`` with its ``%s`` placeholders named ``%(p0)s``, ``%(p1)s``... in order.
+
+    For long statements with few parameters (the claim's returns 20 columns): Django's
+    SQLite cursor turns ``%s`` into ``?`` with a regular expression over the whole text
+    (30 us for the claim's 2,000 characters, on every execution), named ones with one
+    ``%`` formatting (2 us). Run them with ``by_name(params)``.
+    """
+    pieces = sql.split("%s")
+    named_pieces = [f"{piece}%(p{index})s" for index, piece in enumerate(pieces[:-1])]
+    return "".join([*named_pieces, pieces[-1]])
+
+
+def by_name(params: list) -> dict[str, object]:
+    """The parameters of a ``named`` statement, in order."""
+    return {f"p{index}": value for index, value in enumerate(params)}
 
 
 def max_rows(connection, columns_per_row: int) -> int:

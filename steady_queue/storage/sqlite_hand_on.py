@@ -26,7 +26,7 @@ from ..models.claimed_finish import Success
 from .base import ClaimNext, Finished
 from .sql import table
 from .sqlite import record_success, write_transaction
-from .sqlite_claim import job_columns, jobs_from_rows
+from .sqlite_claim import by_name, job_columns, jobs_from_rows, named
 from .sqlite_values import moment
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def _hand_on(job: Job, then_claim: ClaimNext, now: datetime) -> ClaimedExecution
     key, queues = job.concurrency_key, tuple(then_claim.queues) or ("*",)
     params = [key, *_polled_params(queues), *_polled_params(queues, ready=True), key]
     with connection.cursor() as cursor:
-        cursor.execute(_take_sql(_shapes(queues)), params)
+        cursor.execute(_take_sql(_shapes(queues)), by_name(params))
         rows = cursor.fetchall()
         if not rows:
             return None
@@ -136,7 +136,7 @@ def _take_sql(shapes: tuple[str, ...]) -> str:
             else f"EXISTS (SELECT 1 FROM {ready} WHERE queue_name = %s)"
             for shape in shapes
         )
-    return (
+    return named(
         f"DELETE FROM {blocked} WHERE job_id = (SELECT job_id FROM {blocked} "
         "WHERE concurrency_key = %s ORDER BY priority DESC, job_id LIMIT 1) "
         f"AND ({polled}) "
