@@ -29,6 +29,7 @@ transactions for the ORM's paths (system check steady_queue.W001 says how): read
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import sqlite3
@@ -44,6 +45,7 @@ from ..models.claimed_finish import Outcome, Success
 from . import sqlite_claim, sqlite_enqueue
 from .base import ClaimNext, Finished, Storage
 from .sql import table
+from .sqlite_claim import by_name, named
 from .sqlite_values import moment
 
 if TYPE_CHECKING:
@@ -197,16 +199,23 @@ def record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: An
     fields, now = Job._meta, attempt.finished_at
     finished_at = moment(now, connection)
     value = fields.get_field("return_value").get_db_prep_save(return_value, connection)
+    delete, update = _record_success_sql()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND process_id IS %s",
-            [claimed.job_id, claimed.process_id],
-        )
+        cursor.execute(delete, by_name([claimed.job_id, claimed.process_id]))
         if cursor.rowcount != 1:
             return False  # lost (pruned, released): nothing changes
-        cursor.execute(
-            f"UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
-            "attempts = json_insert(attempts, '$[#]', json(%s)), updated_at = %s WHERE id = %s",
-            [finished_at, value, json.dumps(attempt.to_dict()), finished_at, claimed.job_id],
-        )
+        attempt_json = json.dumps(attempt.to_dict())
+        params = [finished_at, value, attempt_json, finished_at, claimed.job_id]
+        cursor.execute(update, by_name(params))
     return True
+
+
+@functools.cache
+def _record_success_sql() -> tuple[str, str]:
+    return (
+        named(f"DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND process_id IS %s"),
+        named(
+            f"UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
+            "attempts = json_insert(attempts, '$[#]', json(%s)), updated_at = %s WHERE id = %s"
+        ),
+    )

@@ -70,15 +70,13 @@ def _insert_claims(cursor, job_ids: list[int], process: Process | None, now) -> 
     created_at = moment(now, connection)
     process_id = None if process is None else process.pk
     for chunk in chunks(job_ids, max_rows(connection, 3)):
-        cursor.execute(
-            _insert_claims_sql(len(chunk)),
-            [value for job_id in chunk for value in (job_id, process_id, created_at)],
-        )
+        values = [value for job_id in chunk for value in (job_id, process_id, created_at)]
+        cursor.execute(_insert_claims_sql(len(chunk)), by_name(values))
 
 
 @functools.lru_cache(maxsize=32)  # by row count: up to a poll's limit
 def _insert_claims_sql(count: int) -> str:
-    return (
+    return named(
         f"INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
         f"VALUES {', '.join(['(%s, %s, %s)'] * count)}"
     )
