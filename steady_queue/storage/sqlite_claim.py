@@ -167,7 +167,12 @@ def named(sql: str) -> str:
 
 def by_name(params: list) -> dict[str, object]:
     """The parameters of a ``named`` statement, in order."""
-    return {f"p{index}": value for index, value in enumerate(params)}
+    return dict(zip(_names(len(params)), params, strict=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _names(count: int) -> tuple[str, ...]:
+    return tuple(f"p{index}" for index in range(count))
 
 
 def max_rows(connection, columns_per_row: int) -> int:

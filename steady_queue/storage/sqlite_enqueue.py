@@ -19,7 +19,7 @@ from ..models import Job, ReadyExecution
 from ..models.execution import READY_COPIED_FIELDS
 from .sql import columns, table
 from .sqlite_claim import by_name, chunks, max_rows, named
-from .sqlite_values import job_rows, moment
+from .sqlite_values import job_rows, moment, plan_for
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -34,7 +34,7 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
     Runs inside a transaction; the ids are set on the jobs only once every row is in.
     """
     connection, fields = db.connection(), _job_fields()
-    rows = job_rows(jobs, fields, connection)
+    rows = job_rows(jobs, _job_plan(), connection)
     ids: list[int] = []
     with connection.cursor() as cursor:
         for chunk in chunks(rows, max_rows(connection, len(fields))):
@@ -65,6 +65,11 @@ def _insert(cursor, sql: str, rows: list[list]) -> None:
 def _job_fields() -> tuple[Field, ...]:
     """The jobs table's columns an insert writes: all but the id."""
     return tuple(field for field in Job._meta.concrete_fields if not field.primary_key)
+
+
+@functools.cache
+def _job_plan() -> tuple[tuple, ...]:
+    return plan_for(_job_fields())
 
 
 @functools.lru_cache(maxsize=32)  # by row count: one job, a full chunk, a few others

@@ -13,7 +13,6 @@ the field's own ``get_db_prep_save``. A field that sets its value on save
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -40,9 +39,9 @@ KINDS = {
 }
 
 
-def job_rows(jobs: Sequence[Job], fields: tuple[models.Field, ...], connection) -> list[list]:
-    """Each job's values of ``fields``, as ``field.get_db_prep_save`` would give them."""
-    plan = _plan(fields)
+def job_rows(jobs: Sequence[Job], plan: tuple[tuple, ...], connection) -> list[list]:
+    """Each job's values of the fields of ``plan`` (``plan_for(fields)``), as
+    ``field.get_db_prep_save`` would give them."""
     utc = _utc(connection)
     rows = []
     for job in jobs:
@@ -74,10 +73,10 @@ def _utc(connection):
     return connection.timezone if settings.USE_TZ else None
 
 
-@functools.cache
-def _plan(fields: tuple[models.Field, ...]) -> tuple[tuple, ...]:
+def plan_for(fields: Sequence[models.Field]) -> tuple[tuple, ...]:
     """Each field's attribute, its kind, the type stored as it is, and whether it sets its
-    value on save. Exact classes only: a subclass may convert its own way."""
+    value on save. Exact classes only: a subclass may convert its own way. Build it once:
+    a cache keyed by the fields would hash each of them on every call."""
     plan = []
     for field in fields:
         kind = KINDS.get(type(field), ORM)

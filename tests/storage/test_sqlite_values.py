@@ -46,7 +46,7 @@ def test_the_rows_are_the_fields_own_values():
     fields = sqlite_enqueue._job_fields()
     made = jobs()
 
-    rows = sqlite_values.job_rows(made, fields, connection)
+    rows = sqlite_values.job_rows(made, sqlite_values.plan_for(fields), connection)
 
     for job, row in zip(made, rows, strict=True):
         expected = as_the_orm_stores(job, fields)
@@ -62,7 +62,7 @@ def test_a_naive_datetime_warns_as_the_orm_does():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        (row,) = sqlite_values.job_rows([job], fields, connection)
+        (row,) = sqlite_values.job_rows([job], sqlite_values.plan_for(fields), connection)
         assert any("naive datetime" in str(warning.message) for warning in caught)
         expected = as_the_orm_stores(job, fields)
 
@@ -76,7 +76,7 @@ def test_the_moment_a_job_is_updated_is_set_on_it():
     job.updated_at = None
     fields = sqlite_enqueue._job_fields()
 
-    sqlite_values.job_rows([job], fields, connection)
+    sqlite_values.job_rows([job], sqlite_values.plan_for(fields), connection)
 
     assert job.updated_at is not None  # auto_now: the field's pre_save set it
 
