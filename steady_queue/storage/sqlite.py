@@ -11,11 +11,13 @@ finish, then the pauses and a claim of five statements), a worker polling for 5 
   (sqlite_claim);
 - finish a plain success, and claim the thread's next job with it: one transaction
   deleting the claim, marking the job finished and claiming (6 statements per job);
+- finish a concurrency-limited job's success, and pass its slot to the key's next
+  blocked job, claimed for the thread: one transaction of 7 statements (sqlite_hand_on);
 - enqueue due, unlimited jobs: the jobs' INSERT ... RETURNING id and their ready rows'
-  INSERT, multi-row for many (sqlite_enqueue).
+  INSERT, multi-row for many (sqlite_enqueue; the rows' values by sqlite_values).
 
-The uncommon cases (scheduled, concurrency-limited or unique jobs, jobs of a group,
-failures) take the portable paths, as on PostgreSQL.
+The uncommon cases (scheduled, concurrency-limited or unique jobs on enqueue, jobs of a
+group, failures) take the portable paths, as on PostgreSQL.
 
 Every transaction here starts with ``BEGIN IMMEDIATE``, whatever the project's
 ``transaction_mode``: it takes the write lock at once, waiting for it up to the busy
