@@ -59,8 +59,8 @@ logger = logging.getLogger("steady_queue.claims")
 #: DELETE/INSERT ... RETURNING came with SQLite 3.35.
 MIN_VERSION = (3, 35, 0)
 
-# Set while this thread is inside a write transaction of this module.
-_writing: ContextVar[bool] = ContextVar("steady_queue_sqlite_writing", default=False)
+# The connection whose write transaction of this module this thread is inside, if any.
+_writing: ContextVar[object] = ContextVar("steady_queue_sqlite_writing", default=None)
 
 
 def available() -> bool:
@@ -81,10 +81,13 @@ def write_transaction(*, orm_writes: bool = False) -> Iterator[None]:
     atomic blocks must know of the transaction (Django's ``atomic()``, begun IMMEDIATE).
     """
     connection = db.connection()
-    if _writing.get():
+    if _writing.get() is connection:
+        if orm_writes and not connection.in_atomic_block:
+            # Django, unaware of the cursor's transaction, would send BEGIN inside it.
+            raise RuntimeError("ORM writes inside a cursor transaction")
         yield
         return
-    token = _writing.set(True)
+    token = _writing.set(connection)
     try:
         if connection.in_atomic_block:
             with db.atomic():
