@@ -11,11 +11,13 @@ finish, then the pauses and a claim of five statements), a worker polling for 5 
   (sqlite_claim);
 - finish a plain success, and claim the thread's next job with it: one transaction
   deleting the claim, marking the job finished and claiming (6 statements per job);
+- finish a concurrency-limited job's success, and pass its slot to the key's next
+  blocked job, claimed for the thread: one transaction of 7 statements (sqlite_hand_on);
 - enqueue due, unlimited jobs: the jobs' INSERT ... RETURNING id and their ready rows'
-  INSERT, multi-row for many (sqlite_enqueue).
+  INSERT, multi-row for many (sqlite_enqueue; the rows' values by sqlite_values).
 
-The uncommon cases (scheduled, concurrency-limited or unique jobs, jobs of a group,
-failures) take the portable paths, as on PostgreSQL.
+The uncommon cases (scheduled, concurrency-limited or unique jobs on enqueue, jobs of a
+group, failures) take the portable paths, as on PostgreSQL.
 
 Every transaction here starts with ``BEGIN IMMEDIATE``, whatever the project's
 ``transaction_mode``: it takes the write lock at once, waiting for it up to the busy
@@ -29,6 +31,7 @@ transactions for the ORM's paths (system check steady_queue.W001 says how): read
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import sqlite3
@@ -44,6 +47,8 @@ from ..models.claimed_finish import Outcome, Success
 from . import sqlite_claim, sqlite_enqueue
 from .base import ClaimNext, Finished, Storage
 from .sql import table
+from .sqlite_claim import by_name, named
+from .sqlite_values import moment
 
 if TYPE_CHECKING:
     from ..models import Process
@@ -54,8 +59,8 @@ logger = logging.getLogger("steady_queue.claims")
 #: DELETE/INSERT ... RETURNING came with SQLite 3.35.
 MIN_VERSION = (3, 35, 0)
 
-# Set while this thread is inside a write transaction of this module.
-_writing: ContextVar[bool] = ContextVar("steady_queue_sqlite_writing", default=False)
+# The connection whose write transaction of this module this thread is inside, if any.
+_writing: ContextVar[object] = ContextVar("steady_queue_sqlite_writing", default=None)
 
 
 def available() -> bool:
@@ -64,27 +69,63 @@ def available() -> bool:
 
 
 @contextlib.contextmanager
-def write_transaction() -> Iterator[None]:
+def write_transaction(*, orm_writes: bool = False) -> Iterator[None]:
     """A transaction on the queue database that holds SQLite's write lock from its start.
 
     Inside a caller's transaction it is a savepoint of it (the caller chose how it
     began); inside one of this module's, nothing more: a failure rolls it all back.
+    Begun here, it is ``BEGIN IMMEDIATE`` and ``COMMIT`` sent on a cursor: Django's
+    ``atomic()`` around them costs four times the two statements (about 20 us of a
+    single enqueue's 300), and the statements of this package, and the ORM's reads,
+    need nothing of it. ``orm_writes``: the block writes through the ORM, whose own
+    atomic blocks must know of the transaction (Django's ``atomic()``, begun IMMEDIATE).
     """
     connection = db.connection()
-    if connection.in_atomic_block:
-        with db.atomic(savepoint=not _writing.get()):
-            yield
+    if _writing.get() is connection:
+        if orm_writes and not connection.in_atomic_block:
+            # Django, unaware of the cursor's transaction, would send BEGIN inside it.
+            raise RuntimeError("ORM writes inside a cursor transaction")
+        yield
         return
+    token = _writing.set(connection)
+    try:
+        if connection.in_atomic_block:
+            with db.atomic():
+                yield
+        elif orm_writes:
+            with _atomic_immediate(connection):
+                yield
+        else:
+            with _immediate(connection):
+                yield
+    finally:
+        _writing.reset(token)
+
+
+@contextlib.contextmanager
+def _immediate(connection) -> Iterator[None]:
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            cursor.execute("COMMIT")
+        except BaseException:
+            if connection.connection.in_transaction:  # SQLite ends some on its own errors
+                cursor.execute("ROLLBACK")
+            raise
+
+
+@contextlib.contextmanager
+def _atomic_immediate(connection) -> Iterator[None]:
     connection.ensure_connection()  # connecting sets transaction_mode from the settings
     chosen, connection.transaction_mode = connection.transaction_mode, "IMMEDIATE"
-    token = _writing.set(True)
     try:
         with db.atomic():
             connection.transaction_mode = chosen
             yield
     finally:
         connection.transaction_mode = chosen
-        _writing.reset(token)
 
 
 class SqliteStorage(Storage):
@@ -110,7 +151,14 @@ class SqliteStorage(Storage):
     def finish(
         self, claimed: ClaimedExecution, outcome: Outcome, *, then_claim: ClaimNext | None = None
     ) -> Finished:
-        """A plain success in one transaction, which also claims the next job when asked."""
+        """A plain success in one transaction, which also claims the next job when asked.
+
+        A limited job's success passes its slot on in one transaction too (sqlite_hand_on).
+        """
+        from . import sqlite_hand_on  # it builds on this module's transaction
+
+        if available() and sqlite_hand_on.applies(claimed, outcome, then_claim):
+            return sqlite_hand_on.finish(self, claimed, outcome, then_claim)
         plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
         if not (plain and available()):
             return super().finish(claimed, outcome, then_claim=then_claim)
@@ -120,14 +168,14 @@ class SqliteStorage(Storage):
         def write(attempt: Attempt) -> bool:
             def finish_alone() -> bool:
                 with write_transaction():
-                    return _record_success(claimed, attempt, outcome.return_value)
+                    return record_success(claimed, attempt, outcome.return_value)
 
             if then_claim is None or asked:  # nothing to claim, or a retry: finish only
                 return finish_alone()
             claimed_next = None
             try:
                 with write_transaction():
-                    recorded = _record_success(claimed, attempt, outcome.return_value)
+                    recorded = record_success(claimed, attempt, outcome.return_value)
                     asked.append(then_claim.allowed())
                     if asked[0]:
                         claimed_next = self.claim(
@@ -150,22 +198,29 @@ class SqliteStorage(Storage):
         return Finished(recorded)
 
 
-def _record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> bool:
+def record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> bool:
     """Delete the claim if it is still ours and mark its job finished; whether it was."""
     connection = db.connection()
     fields, now = Job._meta, attempt.finished_at
-    finished_at = fields.get_field("finished_at").get_db_prep_save(now, connection)
+    finished_at = moment(now, connection)
     value = fields.get_field("return_value").get_db_prep_save(return_value, connection)
+    delete, update = _record_success_sql()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND process_id IS %s",
-            [claimed.job_id, claimed.process_id],
-        )
+        cursor.execute(delete, by_name([claimed.job_id, claimed.process_id]))
         if cursor.rowcount != 1:
             return False  # lost (pruned, released): nothing changes
-        cursor.execute(
-            f"UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
-            "attempts = json_insert(attempts, '$[#]', json(%s)), updated_at = %s WHERE id = %s",
-            [finished_at, value, json.dumps(attempt.to_dict()), finished_at, claimed.job_id],
-        )
+        attempt_json = json.dumps(attempt.to_dict())
+        params = [finished_at, value, attempt_json, finished_at, claimed.job_id]
+        cursor.execute(update, by_name(params))
     return True
+
+
+@functools.cache
+def _record_success_sql() -> tuple[str, str]:
+    return (
+        named(f"DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND process_id IS %s"),
+        named(
+            f"UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
+            "attempts = json_insert(attempts, '$[#]', json(%s)), updated_at = %s WHERE id = %s"
+        ),
+    )

@@ -19,6 +19,7 @@ from .. import db
 from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.queue_selector import QueueSelector
 from .sql import poll_order, table
+from .sqlite_values import moment
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -56,8 +57,9 @@ def _take(names: list[str] | None, limit: int, process: Process | None) -> list[
         params.append(limit)  # of all the queues together
     params += [] if process is None else [process.pk]
     with db.connection().cursor() as cursor:
-        cursor.execute(_claim_sql(len(names) if names else 0, process is not None), params)
-        jobs = _jobs_from_rows(cursor.fetchall(), names or [])
+        sql = _claim_sql(len(names) if names else 0, process is not None)
+        cursor.execute(sql, by_name(params))
+        jobs = jobs_from_rows(cursor.fetchall(), names or [])
         if jobs:
             _insert_claims(cursor, [job.pk for job in jobs], process, now)
     return [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
@@ -65,18 +67,16 @@ def _take(names: list[str] | None, limit: int, process: Process | None) -> list[
 
 def _insert_claims(cursor, job_ids: list[int], process: Process | None, now) -> None:
     connection = db.connection()
-    created_at = ClaimedExecution._meta.get_field("created_at").get_db_prep_save(now, connection)
+    created_at = moment(now, connection)
     process_id = None if process is None else process.pk
     for chunk in chunks(job_ids, max_rows(connection, 3)):
-        cursor.execute(
-            _insert_claims_sql(len(chunk)),
-            [value for job_id in chunk for value in (job_id, process_id, created_at)],
-        )
+        values = [value for job_id in chunk for value in (job_id, process_id, created_at)]
+        cursor.execute(_insert_claims_sql(len(chunk)), by_name(values))
 
 
 @functools.lru_cache(maxsize=32)  # by row count: up to a poll's limit
 def _insert_claims_sql(count: int) -> str:
-    return (
+    return named(
         f"INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
         f"VALUES {', '.join(['(%s, %s, %s)'] * count)}"
     )
@@ -112,13 +112,13 @@ def _claim_sql(queue_count: int, registered: bool) -> str:
         )
         picked = f"SELECT job_id FROM ({branches}) ORDER BY position, {order} LIMIT %s"
     alive = f" AND EXISTS (SELECT 1 FROM {table(Process)} WHERE id = %s)" if registered else ""
-    return (
+    return named(
         f"DELETE FROM {ready} WHERE job_id IN ({picked}){alive} "
-        f"RETURNING {_job_columns(f'{ready}.job_id')}"
+        f"RETURNING {job_columns(f'{ready}.job_id')}"
     )
 
 
-def _job_columns(job_id: str) -> str:
+def job_columns(job_id: str) -> str:
     """The job's columns, each looked up by primary key (RETURNING reads one table)."""
     quote, jobs = db.connection().ops.quote_name, table(Job)
     return ", ".join(
@@ -127,7 +127,7 @@ def _job_columns(job_id: str) -> str:
     )
 
 
-def _jobs_from_rows(rows: list[tuple], names: list[str]) -> list[Job]:
+def jobs_from_rows(rows: list[tuple], names: list[str]) -> list[Job]:
     """Jobs from their rows, converted as Django would, in claim order."""
     connection, alias = db.connection(), db.alias()
     attnames, converters = _converters(connection)
@@ -150,6 +150,29 @@ def _converters(connection) -> tuple[list[str], list[tuple]]:
         every = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
         converters += [(index, column, converter) for converter in every]
     return [field.attname for field in fields], converters
+
+
+def named(sql: str) -> str:
+    """``sql`` with its ``%s`` placeholders named ``%(p0)s``, ``%(p1)s``... in order.
+
+    For long statements with few parameters (the claim's returns 20 columns): Django's
+    SQLite cursor turns ``%s`` into ``?`` with a regular expression over the whole text
+    (30 us for the claim's 2,000 characters, on every execution), named ones with one
+    ``%`` formatting (2 us). Run them with ``by_name(params)``.
+    """
+    pieces = sql.split("%s")
+    named_pieces = [f"{piece}%(p{index})s" for index, piece in enumerate(pieces[:-1])]
+    return "".join([*named_pieces, pieces[-1]])
+
+
+def by_name(params: list) -> dict[str, object]:
+    """The parameters of a ``named`` statement, in order."""
+    return dict(zip(_names(len(params)), params, strict=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _names(count: int) -> tuple[str, ...]:
+    return tuple(f"p{index}" for index in range(count))
 
 
 def max_rows(connection, columns_per_row: int) -> int:

@@ -2,8 +2,8 @@
 
 The jobs go in one ``INSERT ... RETURNING id`` (several when SQLite's limit on
 parameters needs it), their ready rows in another, inside the caller's write
-transaction; the rows are built straight from the fields, without the ORM's
-``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
+transaction; the rows are built straight from the fields (sqlite_values), without the
+ORM's ``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
 path. Nobody is told: SQLite's idle workers watch the database's files.
 """
 
@@ -18,7 +18,8 @@ from .. import db
 from ..models import Job, ReadyExecution
 from ..models.execution import READY_COPIED_FIELDS
 from .sql import columns, table
-from .sqlite_claim import chunks, max_rows
+from .sqlite_claim import by_name, chunks, max_rows, named
+from .sqlite_values import job_rows, moment, plan_for
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,26 +34,31 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
     Runs inside a transaction; the ids are set on the jobs only once every row is in.
     """
     connection, fields = db.connection(), _job_fields()
-    rows = [
-        [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
-        for job in jobs
-    ]
+    rows = job_rows(jobs, _job_plan(), connection)
     ids: list[int] = []
     with connection.cursor() as cursor:
         for chunk in chunks(rows, max_rows(connection, len(fields))):
-            cursor.execute(_insert_jobs_sql(len(chunk)), [value for row in chunk for value in row])
+            _insert(cursor, _insert_jobs_sql(len(chunk)), chunk)
             # One writer: the ids of one statement are consecutive, in the order of its rows.
             ids += sorted(pk for (pk,) in cursor.fetchall())
-        created_at = ReadyExecution._meta.get_field("created_at").get_db_prep_save(now, connection)
+        created_at = moment(now, connection)
         ready = [
             [pk, *(getattr(job, name) for name in READY_COPIED_FIELDS), created_at]
             for job, pk in zip(jobs, ids, strict=True)
         ]
         for chunk in chunks(ready, max_rows(connection, len(READY_COLUMNS))):
-            cursor.execute(_insert_ready_sql(len(chunk)), [value for row in chunk for value in row])
+            _insert(cursor, _insert_ready_sql(len(chunk)), chunk)
     for job, pk in zip(jobs, ids, strict=True):
         job.pk = pk
         job._state.adding, job._state.db = False, db.alias()
+
+
+def _insert(cursor, sql: str, rows: list[list]) -> None:
+    """One INSERT of ``rows``: a single row's with named parameters (see sqlite_claim.named:
+    10 us less per enqueue); many rows' positional (naming 15,000 parameters costs more
+    than the regular expression over their text saves)."""
+    values = [value for row in rows for value in row]
+    cursor.execute(sql, by_name(values) if len(rows) == 1 else values)
 
 
 @functools.cache
@@ -61,20 +67,25 @@ def _job_fields() -> tuple[Field, ...]:
     return tuple(field for field in Job._meta.concrete_fields if not field.primary_key)
 
 
+@functools.cache
+def _job_plan() -> tuple[tuple, ...]:
+    return plan_for(_job_fields())
+
+
 @functools.lru_cache(maxsize=32)  # by row count: one job, a full chunk, a few others
 def _insert_jobs_sql(count: int) -> str:
     fields = _job_fields()
     row = f"({', '.join(['%s'] * len(fields))})"
-    return (
-        f"INSERT INTO {table(Job)} ({columns(fields)}) "
-        f"VALUES {', '.join([row] * count)} RETURNING id"
-    )
+    sql = f"INSERT INTO {table(Job)} ({columns(fields)}) VALUES {', '.join([row] * count)}"
+    return _as_run(f"{sql} RETURNING id", count)
 
 
 @functools.lru_cache(maxsize=32)
 def _insert_ready_sql(count: int) -> str:
     row = f"({', '.join(['%s'] * len(READY_COLUMNS))})"
-    return (
-        f"INSERT INTO {table(ReadyExecution)} ({', '.join(READY_COLUMNS)}) "
-        f"VALUES {', '.join([row] * count)}"
-    )
+    into = f"{table(ReadyExecution)} ({', '.join(READY_COLUMNS)})"
+    return _as_run(f"INSERT INTO {into} VALUES {', '.join([row] * count)}", count)
+
+
+def _as_run(sql: str, count: int) -> str:
+    return named(sql) if count == 1 else sql  # as _insert runs it

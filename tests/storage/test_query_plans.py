@@ -178,7 +178,8 @@ def captured(operation) -> list[tuple[str, tuple]]:
     sent = []
 
     def record(execute, sql, params, many, context):
-        sent.append((sql, tuple(params or ())))
+        # Named parameters (SQLite's long statements, sqlite_claim.named) stay a dict.
+        sent.append((sql, params if isinstance(params, dict) else tuple(params or ())))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
@@ -189,6 +190,8 @@ def captured(operation) -> list[tuple[str, tuple]]:
 
 def _split(sql: str, params: tuple) -> list[tuple[str, tuple]]:
     """The statements of a script (MySQL's fast storage sends a transaction as one)."""
+    if isinstance(params, dict):
+        return [(sql, params)]
     statements = []
     for part in sql.split(";\n"):
         count = part.count("%s")

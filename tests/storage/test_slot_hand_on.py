@@ -2,7 +2,7 @@
 
 Run on every storage of the database under test, like the contract tests: the portable
 finish's hand-on, and the fast storages' own (PostgreSQL's one statement, MySQL's one
-script) where they have one.
+script, SQLite's one transaction) pass the same tests.
 """
 
 from __future__ import annotations
@@ -215,6 +215,47 @@ def test_a_ready_job_of_a_queue_not_polled_does_not_stop_the_hand_on(store, proc
     assert [c.job_id for c in finished.claimed] == [second.pk]
 
 
+def test_a_ready_job_of_a_wildcards_queue_is_claimed_first(store, process):
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["default"], 1, process)
+    (earlier,) = enqueued(store, (tasks.add.using(queue_name="beta_two"), 1, 1))
+
+    then = storage.ClaimNext(["beta*", "default"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert [c.job_id for c in finished.claimed] == [earlier.pk]
+    assert state_of(second) == "ready"
+
+
+def test_ready_jobs_of_queues_around_a_wildcards_prefix_do_not_stop_the_hand_on(store, process):
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    # Just before and after "beta" in the queue names' order, none starting with it.
+    jobs = [Job.for_task_call(tasks.add, (1, 1), {}, backend="default") for _ in range(3)]
+    for job, queue_name in zip(jobs, ["bet", "betz", "Beta_upper"], strict=True):
+        job.queue_name = queue_name  # names the backend's settings do not list
+    store.enqueue(jobs)
+
+    then = storage.ClaimNext(["default", "beta*"], process)
+    finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert [c.job_id for c in finished.claimed] == [second.pk]
+
+
+def test_an_expired_semaphore_gives_the_job_to_ready_instead(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    Semaphore.objects.filter(key=first.concurrency_key).delete()  # expired, pruned
+
+    finished = store.finish(
+        claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+    )
+
+    assert finished.recorded
+    assert [c.job_id for c in finished.claimed] == [second.pk]  # claimed from ready
+    assert slots_free(first) == 0  # taken again by the second job on its way to ready
+
+
 def test_the_highest_priority_blocked_job_is_the_one_handed_on(store, process):
     low = limited_tasks.exclusive.using(priority=1)
     high = limited_tasks.exclusive.using(priority=5)
@@ -250,6 +291,10 @@ def test_handing_on_costs_fewer_statements_than_a_release_and_a_claim(store, pro
         assert handed == 3  # BEGIN, one statement (storage/postgres_hand_on.py), COMMIT
     if type(store).__name__ == "MysqlStorage":
         assert handed == 1  # one script (storage/mysql_hand_on.py)
+    if type(store).__name__ == "SqliteStorage":
+        # BEGIN IMMEDIATE, delete the claim, mark the job finished, take the blocked job,
+        # renew the semaphore, claim the job, COMMIT (storage/sqlite_hand_on.py).
+        assert handed == 7, (handed, released)
 
 
 def test_an_unlimited_job_claims_its_next_job_the_usual_way(store, process):

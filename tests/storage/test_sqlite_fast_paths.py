@@ -195,6 +195,7 @@ def test_a_claim_failing_halfway_is_rolled_back_and_the_success_recorded_alone(
     finished = storage.for_alias().finish(claimed, Success(2), then_claim=then)
 
     assert finished.recorded and finished.claimed is None and finished.claim_failed
+    assert not connection.connection.in_transaction  # rolled back, then committed alone
     job = Job.objects.get(pk=claimed.job_id)
     assert job.finished_at is not None and len(job.attempts) == 1
     assert not ClaimedExecution.objects.exists()
