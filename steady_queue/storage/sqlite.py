@@ -46,6 +46,7 @@ from ..models import ClaimedExecution, Job
 from ..models.claimed_finish import Outcome, Success
 from . import sqlite_claim, sqlite_enqueue
 from .base import ClaimNext, Finished, Storage
+from .finish_group import FinishGroups, Finishing, WriteAlone, shape_of
 from .sql import table
 from .sqlite_claim import by_name, named
 from .sqlite_values import moment
@@ -131,6 +132,12 @@ def _atomic_immediate(connection) -> Iterator[None]:
 class SqliteStorage(Storage):
     """Claim, finish (with the next claim) and enqueue, each one write transaction."""
 
+    def __init__(self, alias: str):
+        super().__init__(alias)
+        from . import sqlite_grouped  # it builds on this module's transaction
+
+        self._groups = FinishGroups(sqlite_grouped.write)
+
     def enqueue(self, jobs: list[Job]) -> list[Job]:
         # A unique job's key is taken through the ORM (UniqueLock): the portable path.
         plain = all(job.is_ready_on_enqueue and not job.unique_key for job in jobs)
@@ -162,30 +169,49 @@ class SqliteStorage(Storage):
         plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
         if not (plain and available()):
             return super().finish(claimed, outcome, then_claim=then_claim)
+        # A worker thread's finish may share a transaction with its neighbours' (see
+        # sqlite_grouped): one queue or all, and not inside a caller's transaction.
+        along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None
+        shape = shape_of(claimed, then_claim, along) if along is not None else None
         asked: list[bool] = []  # then_claim.allowed()'s one answer
         made: list[list[ClaimedExecution]] = []  # what a committed transaction claimed
 
         def write(attempt: Attempt) -> bool:
+            values = success_values(attempt, outcome.return_value)
+
             def finish_alone() -> bool:
                 with write_transaction():
-                    return record_success(claimed, attempt, outcome.return_value)
+                    return finish_job(claimed.job_id, claimed.process_id, *values)
+
+            def alone() -> tuple[bool, list[ClaimedExecution] | None]:
+                finished: list[bool] = []
+                try:
+                    with write_transaction():
+                        recorded = finish_job(claimed.job_id, claimed.process_id, *values)
+                        finished.append(recorded)
+                        if not asked:
+                            asked.append(then_claim.allowed())
+                        if not asked[0]:
+                            return recorded, None
+                        queues, limit = then_claim.queues, then_claim.limit
+                        return recorded, self.claim(queues, limit, then_claim.process)
+                except Exception as exc:
+                    if not finished:
+                        raise  # the finish failed: ClaimedExecution.record decides
+                    logger.debug("Could not claim a next job: %s", exc)
+                    return finish_alone(), None  # the claim's failure rolled it all back
 
             if then_claim is None or asked:  # nothing to claim, or a retry: finish only
                 return finish_alone()
-            claimed_next = None
-            try:
-                with write_transaction():
-                    recorded = record_success(claimed, attempt, outcome.return_value)
-                    asked.append(then_claim.allowed())
-                    if asked[0]:
-                        claimed_next = self.claim(
-                            then_claim.queues, then_claim.limit, then_claim.process
-                        )
-            except Exception as exc:
-                if not (asked and asked[0]):
-                    raise  # the finish failed: ClaimedExecution.record decides
-                logger.debug("Could not claim a next job: %s", exc)
-                return finish_alone()  # the claim's failure rolled the finish back too
+            if shape is None:
+                recorded, claimed_next = alone()
+            else:
+                asked.append(then_claim.allowed())
+                entry = Finishing(claimed.job_id, *values, claims=asked[0], alone=alone)
+                try:
+                    recorded, claimed_next = self._groups.finish(shape, entry)
+                except WriteAlone:  # the group's transaction failed: this job's goes alone
+                    recorded, claimed_next = alone()
             if claimed_next is not None:
                 made.append(claimed_next)
             return recorded
@@ -200,19 +226,32 @@ class SqliteStorage(Storage):
 
 def record_success(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> bool:
     """Delete the claim if it is still ours and mark its job finished; whether it was."""
+    values = success_values(attempt, return_value)
+    return finish_job(claimed.job_id, claimed.process_id, *values)
+
+
+def success_values(attempt: Attempt, return_value: Any) -> tuple[Any, Any, str]:
+    """A success's finish time, return value and attempt, as ``finish_job`` takes them."""
     connection = db.connection()
-    fields, now = Job._meta, attempt.finished_at
-    finished_at = moment(now, connection)
-    value = fields.get_field("return_value").get_db_prep_save(return_value, connection)
+    value = Job._meta.get_field("return_value").get_db_prep_save(return_value, connection)
+    return moment(attempt.finished_at, connection), value, json.dumps(attempt.to_dict())
+
+
+def finish_job(job_id: int, process_id: int | None, finished_at, value, attempt: str) -> bool:
+    """Delete the job's claim if it is the process's and mark the job finished; if it was."""
     delete, update = _record_success_sql()
-    with connection.cursor() as cursor:
-        cursor.execute(delete, by_name([claimed.job_id, claimed.process_id]))
+    with db.connection().cursor() as cursor:
+        cursor.execute(delete, by_name([job_id, process_id]))
         if cursor.rowcount != 1:
             return False  # lost (pruned, released): nothing changes
-        attempt_json = json.dumps(attempt.to_dict())
-        params = [finished_at, value, attempt_json, finished_at, claimed.job_id]
-        cursor.execute(update, by_name(params))
+        cursor.execute(update, by_name([finished_at, value, attempt, finished_at, job_id]))
     return True
+
+
+def _one_statement_claims(then_claim: ClaimNext) -> bool:
+    """Whether a group's claim serves these queues: all, or one exact name (their shape)."""
+    queues = list(then_claim.queues)
+    return then_claim.limit == 1 and ("*" in queues or (len(queues) == 1 and "*" not in queues[0]))
 
 
 @functools.cache
