@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import steady_queue
+
 from ..models import ClaimedExecution, Job, ReadyExecution
-from ..models.claimed_finish import Outcome
+from ..models.claimed_finish import Outcome, Success
 from ..models.slot_hand_on import SlotHandOn
 
 if TYPE_CHECKING:
@@ -131,6 +133,26 @@ class Storage:
 
     def notify_ended(self, job_ids: Iterable[int]) -> None:
         """Wake whoever waits for the end of one of ``job_ids`` (on commit)."""
+
+
+def limited_success(
+    claimed: ClaimedExecution, outcome: Outcome, then_claim: ClaimNext | None
+) -> bool:
+    """Whether a finish is a limited job's plain success whose thread claims one more.
+
+    What a fast storage's hand-on writes its own way (``*_hand_on.applies``).
+    """
+    job = claimed.job
+    in_group = job.batch_id is not None or job.workflow_run_id is not None
+    return (
+        isinstance(outcome, Success)
+        and then_claim is not None
+        and then_claim.limit == 1
+        and bool(job.concurrency_key)
+        and job.concurrency_limit is not None
+        and not (job.unique_key or in_group)
+        and steady_queue.preserve_finished_jobs
+    )
 
 
 def _hand_on(

@@ -52,6 +52,18 @@ class Finishing:
     alone: Callable[[], tuple[bool, list[ClaimedExecution]]]  # its own statement, or script
 
 
+def claimed_along(then_claim: ClaimNext | None) -> ClaimNext | None:
+    """``then_claim`` if a finish's own statement can claim it: one job, of every queue
+    or of one queue named exactly (None: the thread claims in a statement of its own).
+    """
+    if then_claim is None or then_claim.limit != 1:
+        return None
+    queues = list(then_claim.queues)
+    if "*" in queues or (len(queues) == 1 and "*" not in queues[0]):
+        return then_claim
+    return None
+
+
 def shape_of(
     claimed: ClaimedExecution, then_claim: ClaimNext | None, along: ClaimNext | None
 ) -> Shape | None:
@@ -156,18 +168,27 @@ def _result(box: _Box) -> Any:
 
 
 class FinishGroups:
-    """One FinishGroup per key (what the statement's shape depends on), made on first use."""
+    """One FinishGroup per shape (what the statement depends on), made on first use."""
 
     def __init__(self, write: Callable[[Hashable, list], list]):
         self._write = write
         self._groups: dict[Hashable, FinishGroup] = {}
         self._lock = threading.Lock()
 
-    def finish(self, key: Hashable, entry: Any) -> Any:
-        group = self._groups.get(key)
+    def finish(self, shape: Shape | None, entry: Finishing) -> Any:
+        """Write ``entry`` with the others of its shape (None: alone); its result.
+
+        If the group's statement fails, the entry is written alone (``entry.alone()``).
+        """
+        if shape is None:
+            return entry.alone()
+        group = self._groups.get(shape)
         if group is None:
             with self._lock:
                 group = self._groups.setdefault(
-                    key, FinishGroup(lambda entries: self._write(key, entries))
+                    shape, FinishGroup(lambda entries: self._write(shape, entries))
                 )
-        return group.finish(entry)
+        try:
+            return group.finish(entry)
+        except WriteAlone:
+            return entry.alone()

@@ -26,7 +26,7 @@ from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
 from . import mysql_enqueue, mysql_script
 from .base import ClaimNext, Finished, Storage
-from .finish_group import FinishGroups, Finishing, WriteAlone, shape_of
+from .finish_group import FinishGroups, Finishing, claimed_along, shape_of
 from .mysql_script import COMMIT, START, Statement
 from .sql import claim_per_queue, columns, poll_order, table
 
@@ -89,7 +89,7 @@ class MysqlStorage(Storage):
         plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
         if not (plain and mysql_script.usable()):
             return super().finish(claimed, outcome, then_claim=then_claim)
-        along = then_claim if then_claim is not None and _one_script_claims(then_claim) else None
+        along = claimed_along(then_claim)
         # A worker thread's finish may share a script with its neighbours' (see
         # mysql_grouped); not inside a caller's transaction, which is its own.
         shape = shape_of(claimed, then_claim, along)
@@ -111,22 +111,16 @@ class MysqlStorage(Storage):
             if asked:  # retried after a failure: finish only, alone
                 return alone(False)[0]
             asked.append(along is not None and along.allowed())
-            if shape is None:
-                recorded, claimed_next = alone(asked[0])
-            else:
-                _, _, (_, (finished_at, return_value, attempts, *_)) = finishing
-                entry = Finishing(
-                    claimed.job_id,
-                    finished_at,
-                    return_value,
-                    attempts,
-                    claims=asked[0],
-                    alone=functools.partial(alone, asked[0]),
-                )
-                try:
-                    recorded, claimed_next = self._groups.finish(shape, entry)
-                except WriteAlone:  # the group's script failed: this job's goes alone
-                    recorded, claimed_next = alone(asked[0])
+            _, _, (_, (finished_at, return_value, attempts, *_)) = finishing
+            entry = Finishing(
+                claimed.job_id,
+                finished_at,
+                return_value,
+                attempts,
+                claims=asked[0],
+                alone=functools.partial(alone, asked[0]),
+            )
+            recorded, claimed_next = self._groups.finish(shape, entry)
             if asked[0]:
                 made.append(claimed_next)
             return recorded
@@ -139,12 +133,6 @@ class MysqlStorage(Storage):
             # Asked and made, or asked and failed (it may have claimed all the same).
             return Finished(recorded, made[0] if made else None, claim_failed=not made)
         return Finished(recorded)
-
-
-def _one_script_claims(then_claim: ClaimNext) -> bool:
-    """Whether the finishing script can claim for these queues: all, or one exact name."""
-    queues = list(then_claim.queues)
-    return "*" in queues or (len(queues) == 1 and "*" not in queues[0])
 
 
 def _finishing(claimed: ClaimedExecution, attempt: Attempt, return_value: Any) -> list[Statement]:

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-import steady_queue
-
 from .. import db
 from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
 from ..models.claimed_finish import Success
 from ..models.execution import READY_COPIED_FIELDS
 from . import mysql_script
-from .base import ClaimNext, Finished
+from .base import ClaimNext, Finished, limited_success
 from .mysql import TAKEN, _finishing
 from .mysql_script import COMMIT, START, Statement
 from .sql import columns, table
@@ -45,19 +43,8 @@ ADMITTED = "@steady_queue_admitted"  # 1: RELEASE took a slot and goes to ready
 
 def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
     """Whether this finish is a limited job's plain success whose thread claims one more."""
-    job = claimed.job
-    in_group = job.batch_id is not None or job.workflow_run_id is not None
-    return (
-        isinstance(outcome, Success)
-        and then_claim is not None
-        and then_claim.limit == 1
-        and claimed.process_id is not None
-        and bool(job.concurrency_key)
-        and job.concurrency_limit is not None
-        and not (job.unique_key or in_group)
-        and steady_queue.preserve_finished_jobs
-        and mysql_script.usable()
-    )
+    registered = claimed.process_id is not None
+    return limited_success(claimed, outcome, then_claim) and registered and mysql_script.usable()
 
 
 def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:

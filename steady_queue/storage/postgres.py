@@ -23,7 +23,7 @@ from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
 from . import notify, postgres_enqueue
 from .base import ClaimNext, Finished, Storage
-from .finish_group import FinishGroups, Finishing, WriteAlone, shape_of
+from .finish_group import FinishGroups, Finishing, claimed_along, shape_of
 from .sql import claim_per_queue, columns, poll_order, table
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class PostgresStorage(Storage):
             return postgres_hand_on.finish(self, claimed, outcome, then_claim)
         if not (isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)):
             return super().finish(claimed, outcome, then_claim=then_claim)
-        along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None
+        along = claimed_along(then_claim)
         # A worker thread's finish may share a statement with its neighbours' (see
         # postgres_grouped); not inside a caller's transaction, which is its own.
         shape = shape_of(claimed, then_claim, along)
@@ -99,20 +99,14 @@ class PostgresStorage(Storage):
             if asked:  # retried after a failure: finish only, alone
                 return alone(False)[0]
             asked.append(along is not None and along.allowed())
-            if shape is None:
-                recorded, claimed_next = alone(asked[0])
-            else:
-                entry = Finishing(
-                    claimed.job_id,
-                    attempt.finished_at,
-                    *values,
-                    claims=asked[0],
-                    alone=functools.partial(alone, asked[0]),
-                )
-                try:
-                    recorded, claimed_next = self._groups.finish(shape, entry)
-                except WriteAlone:  # the group's statement failed: this job's goes alone
-                    recorded, claimed_next = alone(asked[0])
+            entry = Finishing(
+                claimed.job_id,
+                attempt.finished_at,
+                *values,
+                claims=asked[0],
+                alone=functools.partial(alone, asked[0]),
+            )
+            recorded, claimed_next = self._groups.finish(shape, entry)
             if asked[0]:
                 made.append(claimed_next)
             return recorded
@@ -134,12 +128,6 @@ class PostgresStorage(Storage):
 
     def notify_ended(self, job_ids: Iterable[int]) -> None:
         notify.jobs_ended(job_ids)
-
-
-def _one_statement_claims(then_claim: ClaimNext) -> bool:
-    """Whether the finishing statement can claim for these queues: all, or one exact name."""
-    queues = list(then_claim.queues)
-    return then_claim.limit == 1 and ("*" in queues or (len(queues) == 1 and "*" not in queues[0]))
 
 
 def _finish_params(claimed: ClaimedExecution, attempt: Attempt, values: tuple[Any, Any]) -> list:

@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-import steady_queue
-
 from .. import db
 from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
 from ..models.claimed_finish import Success
-from .base import ClaimNext, Finished
+from .base import ClaimNext, Finished, limited_success
 from .postgres import (
     _finish_params,
     _finished_values,
@@ -40,18 +38,7 @@ if TYPE_CHECKING:
 
 def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
     """Whether this finish is a limited job's plain success whose thread claims one more."""
-    job = claimed.job
-    in_group = job.batch_id is not None or job.workflow_run_id is not None
-    return (
-        isinstance(outcome, Success)
-        and then_claim is not None
-        and then_claim.limit == 1
-        and claimed.process_id is not None
-        and bool(job.concurrency_key)
-        and job.concurrency_limit is not None
-        and not (job.unique_key or in_group)
-        and steady_queue.preserve_finished_jobs
-    )
+    return limited_success(claimed, outcome, then_claim) and claimed.process_id is not None
 
 
 def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:

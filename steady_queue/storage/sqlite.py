@@ -46,7 +46,7 @@ from ..models import ClaimedExecution, Job
 from ..models.claimed_finish import Outcome, Success
 from . import sqlite_claim, sqlite_enqueue
 from .base import ClaimNext, Finished, Storage
-from .finish_group import FinishGroups, Finishing, WriteAlone, shape_of
+from .finish_group import FinishGroups, Finishing, claimed_along, shape_of
 from .sql import table
 from .sqlite_claim import by_name, named
 from .sqlite_values import moment
@@ -171,7 +171,7 @@ class SqliteStorage(Storage):
             return super().finish(claimed, outcome, then_claim=then_claim)
         # A worker thread's finish may share a transaction with its neighbours' (see
         # sqlite_grouped): one queue or all, and not inside a caller's transaction.
-        along = then_claim if then_claim is not None and _one_statement_claims(then_claim) else None
+        along = claimed_along(then_claim)
         shape = shape_of(claimed, then_claim, along) if along is not None else None
         asked: list[bool] = []  # then_claim.allowed()'s one answer
         made: list[list[ClaimedExecution]] = []  # what a committed transaction claimed
@@ -203,15 +203,10 @@ class SqliteStorage(Storage):
 
             if then_claim is None or asked:  # nothing to claim, or a retry: finish only
                 return finish_alone()
-            if shape is None:
-                recorded, claimed_next = alone()
-            else:
+            if shape is not None:  # asked first, for the group (alone: inside, after)
                 asked.append(then_claim.allowed())
-                entry = Finishing(claimed.job_id, *values, claims=asked[0], alone=alone)
-                try:
-                    recorded, claimed_next = self._groups.finish(shape, entry)
-                except WriteAlone:  # the group's transaction failed: this job's goes alone
-                    recorded, claimed_next = alone()
+            entry = Finishing(claimed.job_id, *values, claims=bool(asked and asked[0]), alone=alone)
+            recorded, claimed_next = self._groups.finish(shape, entry)
             if claimed_next is not None:
                 made.append(claimed_next)
             return recorded
@@ -246,12 +241,6 @@ def finish_job(job_id: int, process_id: int | None, finished_at, value, attempt:
             return False  # lost (pruned, released): nothing changes
         cursor.execute(update, by_name([finished_at, value, attempt, finished_at, job_id]))
     return True
-
-
-def _one_statement_claims(then_claim: ClaimNext) -> bool:
-    """Whether a group's claim serves these queues: all, or one exact name (their shape)."""
-    queues = list(then_claim.queues)
-    return then_claim.limit == 1 and ("*" in queues or (len(queues) == 1 and "*" not in queues[0]))
 
 
 @functools.cache

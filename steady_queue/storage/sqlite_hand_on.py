@@ -18,12 +18,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-import steady_queue
-
 from .. import db
 from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
 from ..models.claimed_finish import Success
-from .base import ClaimNext, Finished
+from .base import ClaimNext, Finished, limited_success
 from .sql import table
 from .sqlite import record_success, write_transaction
 from .sqlite_claim import by_name, job_columns, jobs_from_rows, named
@@ -37,17 +35,7 @@ if TYPE_CHECKING:
 
 def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
     """Whether this finish is a limited job's plain success whose thread claims one more."""
-    job = claimed.job
-    in_group = job.batch_id is not None or job.workflow_run_id is not None
-    return (
-        isinstance(outcome, Success)
-        and then_claim is not None
-        and then_claim.limit == 1
-        and bool(job.concurrency_key)
-        and job.concurrency_limit is not None
-        and not (job.unique_key or in_group)
-        and steady_queue.preserve_finished_jobs
-    )
+    return limited_success(claimed, outcome, then_claim)
 
 
 def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:
