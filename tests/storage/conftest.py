@@ -14,6 +14,7 @@ from django.db import connections
 
 from steady_queue import storage
 from steady_queue.models import Process
+from steady_queue.storage.base import Storage
 
 
 def pytest_generate_tests(metafunc):
@@ -37,3 +38,16 @@ def process(db):
 
 def vendor() -> str:
     return connections["default"].vendor
+
+
+@pytest.fixture
+def fast():
+    """The database's own fast storage, made the queue database's for the test."""
+    (chosen,) = [each for each in storage.implementations() if type(each) is not Storage]
+    with storage.using(chosen):
+        yield chosen
+
+
+@pytest.fixture
+def worker_process(db) -> Process:
+    return Process.register(kind=Process.Kind.WORKER, name="worker", pid=os.getpid())

@@ -66,40 +66,33 @@ def wait_until(condition) -> bool:
 
 
 @pytest.fixture
-def fast_store():
-    (chosen,) = [each for each in storage.implementations() if hasattr(each, "_groups")]
-    with storage.using(chosen):
-        yield chosen
-
-
-@pytest.fixture
 def process(db):
     return Process.register(kind=Process.Kind.WORKER, name="grouped", pid=os.getpid())
 
 
-def claimed_jobs(fast_store, process, count: int, more_ready: int) -> list[ClaimedExecution]:
+def claimed_jobs(fast, process, count: int, more_ready: int) -> list[ClaimedExecution]:
     calls = [Job.for_task_call(tasks.add, (i, i), {}, backend="default") for i in range(count)]
-    fast_store.enqueue(calls)
-    claimed = fast_store.claim(["*"], count, process)
+    fast.enqueue(calls)
+    claimed = fast.claim(["*"], count, process)
     assert len(claimed) == count
     extra = [Job.for_task_call(tasks.add, (0, i), {}, backend="default") for i in range(more_ready)]
-    fast_store.enqueue(extra)
+    fast.enqueue(extra)
     return claimed
 
 
-def finish_in_threads(fast_store, process, claimed, *, allowed=lambda: True) -> list:
+def finish_in_threads(fast, process, claimed, *, allowed=lambda: True) -> list:
     results: list = [None] * len(claimed)
     then = storage.ClaimNext(["*"], process, allowed=allowed)
 
     def finish(index: int) -> None:
         try:
-            results[index] = fast_store.finish(claimed[index], Success(index * 10), then_claim=then)
+            results[index] = fast.finish(claimed[index], Success(index * 10), then_claim=then)
         finally:
             connections.close_all()
 
     threads = [threading.Thread(target=finish, args=(i,)) for i in range(len(claimed))]
     threads[0].start()
-    assert wait_until(lambda: len(gate_of(fast_store).sizes) == 1)  # the first one writes
+    assert wait_until(lambda: len(gate_of(fast).sizes) == 1)  # the first one writes
     for thread in threads[1:]:
         thread.start()
     for thread in threads:
@@ -107,15 +100,15 @@ def finish_in_threads(fast_store, process, claimed, *, allowed=lambda: True) -> 
     return results
 
 
-def gate_of(fast_store) -> Gate:
-    return fast_store._groups._write
+def gate_of(fast) -> Gate:
+    return fast._groups._write
 
 
-def test_threads_finishing_together_share_one_statement(fast_store, process):
-    claimed = claimed_jobs(fast_store, process, THREADS, more_ready=THREADS)
-    gate = Gate(fast_store)
+def test_threads_finishing_together_share_one_statement(fast, process):
+    claimed = claimed_jobs(fast, process, THREADS, more_ready=THREADS)
+    gate = Gate(fast)
 
-    results = finish_in_threads(fast_store, process, claimed)
+    results = finish_in_threads(fast, process, claimed)
 
     assert gate.sizes == [1, THREADS - 1]
     # The first alone, then the group of three: a statement each (a script on MySQL), a
@@ -135,9 +128,9 @@ def test_threads_finishing_together_share_one_statement(fast_store, process):
     assert not ReadyExecution.objects.exists()
 
 
-def test_a_group_claims_only_what_is_there_and_only_for_threads_allowed(fast_store, process):
-    claimed = claimed_jobs(fast_store, process, THREADS, more_ready=1)
-    Gate(fast_store)
+def test_a_group_claims_only_what_is_there_and_only_for_threads_allowed(fast, process):
+    claimed = claimed_jobs(fast, process, THREADS, more_ready=1)
+    Gate(fast)
     answers = iter([True, True, False, True])  # the third thread to ask may not claim
     lock = threading.Lock()
 
@@ -145,7 +138,7 @@ def test_a_group_claims_only_what_is_there_and_only_for_threads_allowed(fast_sto
         with lock:
             return next(answers)
 
-    results = finish_in_threads(fast_store, process, claimed, allowed=allowed)
+    results = finish_in_threads(fast, process, claimed, allowed=allowed)
 
     assert all(finished.recorded for finished in results)
     taken = [finished.claimed for finished in results if finished.claimed]
@@ -154,24 +147,24 @@ def test_a_group_claims_only_what_is_there_and_only_for_threads_allowed(fast_sto
     assert len(not_asking) == 1 and not not_asking[0].claim_failed
 
 
-def test_a_lost_claim_in_a_group_finishes_nothing_and_the_others_finish(fast_store, process):
-    claimed = claimed_jobs(fast_store, process, THREADS, more_ready=0)
+def test_a_lost_claim_in_a_group_finishes_nothing_and_the_others_finish(fast, process):
+    claimed = claimed_jobs(fast, process, THREADS, more_ready=0)
     lost = claimed[2]
     ClaimedExecution.objects.filter(job_id=lost.job_id).delete()  # pruned meanwhile
-    Gate(fast_store)
+    Gate(fast)
 
-    results = finish_in_threads(fast_store, process, claimed)
+    results = finish_in_threads(fast, process, claimed)
 
     assert [finished.recorded for finished in results] == [True, True, False, True]
     assert Job.objects.get(pk=lost.job_id).finished_at is None
     assert Job.objects.filter(finished_at__isnull=False).count() == THREADS - 1
 
 
-def test_a_failed_group_statement_leaves_each_job_to_finish_alone(fast_store, process):
-    claimed = claimed_jobs(fast_store, process, THREADS, more_ready=THREADS)
-    gate = Gate(fast_store, fail_groups=True)
+def test_a_failed_group_statement_leaves_each_job_to_finish_alone(fast, process):
+    claimed = claimed_jobs(fast, process, THREADS, more_ready=THREADS)
+    gate = Gate(fast, fail_groups=True)
 
-    results = finish_in_threads(fast_store, process, claimed)
+    results = finish_in_threads(fast, process, claimed)
 
     assert gate.sizes == [1, THREADS - 1]
     for index, execution in enumerate(claimed):

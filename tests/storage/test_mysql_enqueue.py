@@ -16,7 +16,6 @@ import pytest
 from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from steady_queue import storage
 from steady_queue.models import Job, ReadyExecution, ScheduledExecution
 from steady_queue.storage import mysql_enqueue
 from tests import tasks
@@ -25,13 +24,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL/MariaDB's fast storage"),
 ]
-
-
-@pytest.fixture
-def fast():
-    (chosen,) = [s for s in storage.implementations() if type(s).__name__ == "MysqlStorage"]
-    with storage.using(chosen):
-        yield chosen
 
 
 def jobs_for(count: int, task=tasks.add) -> list[Job]:

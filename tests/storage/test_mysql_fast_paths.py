@@ -32,13 +32,6 @@ pytestmark = [
 
 
 @pytest.fixture
-def fast():
-    (chosen,) = [s for s in storage.implementations() if type(s).__name__ == "MysqlStorage"]
-    with storage.using(chosen):
-        yield chosen
-
-
-@pytest.fixture
 def process() -> Process:
     return Process.register(kind=Process.Kind.WORKER, name="worker-mysql", pid=os.getpid())
 

@@ -22,13 +22,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def fast():
-    (chosen,) = [s for s in storage.implementations() if type(s).__name__ == "MysqlStorage"]
-    with storage.using(chosen):
-        yield chosen
-
-
 def test_a_slot_given_back_is_one_script_too(fast, process):
     first, second = two_exclusive(fast)
     (claimed,) = fast.claim(["*"], 1, process)

@@ -7,7 +7,6 @@ that concurrent claims and finishes of real threads each take a job exactly once
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 
@@ -17,28 +16,19 @@ from django.test.utils import CaptureQueriesContext
 
 from steady_queue import storage
 from steady_queue.backend import enqueue_all
-from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
+from steady_queue.models import ClaimedExecution, Job, ReadyExecution
 from steady_queue.models.claimed_finish import Success
 from steady_queue.perform import perform
 from steady_queue.processes.worker import Worker
 from steady_queue.storage import file_changes, sqlite_claim
 from steady_queue.storage.sqlite import SqliteStorage
 from tests import tasks
+from tests.storage.statements import sent
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's storage"),
 ]
-
-
-@pytest.fixture
-def worker_process() -> Process:
-    return Process.register(kind=Process.Kind.WORKER, name="worker-sqlite", pid=os.getpid())
-
-
-def sent(queries: CaptureQueriesContext) -> list[str]:
-    """Each statement's first words: enough to tell what it was."""
-    return [" ".join(query["sql"].split()[:3]) for query in queries.captured_queries]
 
 
 def test_the_queue_database_uses_it():

@@ -6,7 +6,6 @@ test_slot_hand_on.py holds it to the portable hand-on's behaviour.
 
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
@@ -15,23 +14,15 @@ from django.test.utils import CaptureQueriesContext
 
 from steady_queue import storage
 from steady_queue.backend import enqueue_all
-from steady_queue.models import BlockedExecution, ClaimedExecution, Job, Process, Semaphore
+from steady_queue.models import BlockedExecution, ClaimedExecution, Job, Semaphore
 from steady_queue.models.claimed_finish import Success
+from tests.storage.statements import sent
 from tests.tasks import features as limited_tasks
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's storage"),
 ]
-
-
-@pytest.fixture
-def worker_process() -> Process:
-    return Process.register(kind=Process.Kind.WORKER, name="worker-sqlite", pid=os.getpid())
-
-
-def sent(queries: CaptureQueriesContext) -> list[str]:
-    return [" ".join(query["sql"].split()[:3]) for query in queries.captured_queries]
 
 
 def test_a_hand_on_is_one_transaction_of_seven_statements(worker_process):
