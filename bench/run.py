@@ -52,7 +52,7 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--bulk-batch", type=int, default=10_000, help="jobs per enqueue_all")
     parser.add_argument(
-        "--configs", default="1x3,2x5,2x10", help="worker configurations, processes x threads"
+        "--configs", default="1x3,2x5,2x10,2x20", help="worker configurations, processes x threads"
     )
     return parser.parse_args()
 
