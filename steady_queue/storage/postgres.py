@@ -24,6 +24,7 @@ from ..models.claimed_finish import Outcome, Success
 from . import notify, postgres_enqueue
 from .base import ClaimNext, Finished, Storage
 from .finish_group import FinishGroups, Finishing, claimed_along, shape_of
+from .postgres_cursor import prepared_cursor
 from .sql import claim_per_queue, columns, poll_order, table
 
 if TYPE_CHECKING:
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..models.attempt import Attempt
-
-
-ONLY_WHEN_ASKED = 2**31 - 1
 
 
 class PostgresStorage(Storage):
@@ -91,7 +89,7 @@ class PostgresStorage(Storage):
 
             def alone(claims: bool) -> tuple[bool, list[ClaimedExecution]]:
                 if not claims:
-                    with _prepared_cursor() as cursor:
+                    with prepared_cursor() as cursor:
                         cursor.execute(_finish_sql(claimed.process_id is None), params)
                         return cursor.rowcount == 1, []
                 return _finish_and_claim(claimed, params, along)
@@ -157,7 +155,7 @@ def _finish_and_claim(
     sql = _finish_and_claim_sql(
         claimed.process_id is None, queue_name is not None, process is not None
     )
-    with _prepared_cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     jobs = _jobs_from_rows([row[1:] for row in rows if row[1] is not None])
@@ -172,7 +170,7 @@ def _claim_from(
     params = [] if queue_name is None else [queue_name, queue_name]
     params += [] if process is None else [process.pk]
     params += [limit, process.pk if process else None, now]
-    with _prepared_cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_claim_sql(queue_name is not None, process is not None), params)
         rows = cursor.fetchall()
     jobs = _jobs_from_rows([row for row in rows if row[0] is not None])
@@ -252,39 +250,6 @@ def _paused(one_queue: bool) -> str:
 
 def _nulls(fields: list[Field]) -> str:
     return ", ".join(["NULL"] * len(fields))
-
-
-def _prepared_cursor():
-    """A cursor whose statements PostgreSQL prepares once per connection, then only runs.
-
-    Planning a claim costs more than running it. Django's own cursors bind parameters
-    client-side, which cannot prepare; this one binds them server-side, for these few
-    statements only, and is still Django's cursor wrapper (logged and counted).
-    """
-    connection = db.connection()
-    if "prepare_threshold" in connection.settings_dict.get("OPTIONS", {}):
-        # The project chose (None: behind PgBouncer in transaction mode, where prepared
-        # statements break): respect it; the statements stay single, only unprepared.
-        return connection.cursor()
-    connection.ensure_connection()
-    raw = connection.connection
-    if raw.prepare_threshold is None:
-        # psycopg prepares nothing at all while this is None (Django's default); this high
-        # a threshold still prepares nothing by itself, only what asks with prepare=True.
-        raw.prepare_threshold = ONLY_WHEN_ASKED
-    with connection.wrap_database_errors:
-        return connection._prepare_cursor(_preparing_cursor_class()(raw))
-
-
-@functools.cache
-def _preparing_cursor_class():
-    import psycopg
-
-    class PreparingCursor(psycopg.Cursor):
-        def execute(self, query, params=None, *, prepare=None, binary=None):
-            return super().execute(query, params, prepare=True, binary=binary)
-
-    return PreparingCursor
 
 
 def _jobs_from_rows(rows: list[tuple]) -> list[Job]:

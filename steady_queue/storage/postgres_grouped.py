@@ -21,7 +21,8 @@ from django.utils import timezone
 from ..models import ClaimedExecution, Job
 from . import notify
 from .finish_group import Finishing, Shape
-from .postgres import _claiming, _jobs_from_rows, _nulls, _prepared_cursor
+from .postgres import _claiming, _jobs_from_rows, _nulls
+from .postgres_cursor import prepared_cursor
 from .sql import columns, table
 
 
@@ -49,7 +50,7 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[Claim
         params += [wanted, process.pk if process else None, now]
     registered = shape.process is not None
     sql = _sql(shape.process_id is None, claims, shape.queue_name is not None, registered)
-    with _prepared_cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     finished = {row[0] for row in rows if row[0] is not None}

@@ -28,8 +28,8 @@ from .postgres import (
     _finishing,
     _jobs_from_rows,
     _nulls,
-    _prepared_cursor,
 )
+from .postgres_cursor import prepared_cursor
 from .sql import columns, table
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _finish_and_hand_on(
     params += [job.concurrency_key, *matching, *matching]
     params += [now + job.concurrency_limit.expires_in, job.concurrency_key]
     params += [process.pk if process else None, now]
-    with _prepared_cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_sql(len(matching)), params)
         rows = cursor.fetchall()
     recorded = rows[0][0] == 1
