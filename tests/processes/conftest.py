@@ -43,7 +43,9 @@ def stopped(pid: int) -> bool:
     """Whether every thread of ``pid`` is stopped by a signal (state T in /proc)."""
     states = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(FileNotFoundError):
+        # A thread (or the process) can end between the listing and the read: the open
+        # then fails with ENOENT, or the read with ESRCH.
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
     return all(state in ("T", "t") for state in states)
 
@@ -52,7 +54,8 @@ def has_exited(pid: int) -> bool:
     """Whether ``pid`` is gone (or a zombie nobody reaped yet)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Reaped before the open (ENOENT) or between the open and the read (ESRCH).
         return True
     return state in ("Z", "X")
 
