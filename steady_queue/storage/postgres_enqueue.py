@@ -7,11 +7,10 @@ transaction. Scheduled, concurrency-limited and unique jobs take the ORM path.
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import operator
+from typing import TYPE_CHECKING
 
-from django.db.models import Field, JSONField
+from django.db.models import Field
 
 from .. import db
 from ..models import Job, ReadyExecution
@@ -64,7 +63,6 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
     sequence (in enqueue order), so that both tables can be copied; the statement that
     takes them also sends the notifications, delivered on commit.
     """
-    fields = _job_fields()
     calls, params = notify.ready_calls(job.queue_name for job in jobs)
     with db.atomic(), db.connection().cursor() as cursor:
         cursor.execute(
@@ -74,39 +72,41 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
         )
         for job, pk in zip(jobs, sorted(row[0] for row in cursor.fetchall()), strict=True):
             job.pk = pk
-        _copy(cursor, Job, ["id", *(f.column for f in fields)], _job_rows(jobs, fields, now))
-        copied = [[getattr(job, name) for name in READY_COPIED_FIELDS] for job in jobs]
-        ready = ((job.pk, *values, now) for job, values in zip(jobs, copied, strict=True))
+        columns = ["id", *(field.column for field in _job_fields())]
+        _copy(cursor, Job, columns, _job_rows(jobs, now))
+        copied = operator.attrgetter(*READY_COPIED_FIELDS)  # more than one: a tuple
+        ready = ((job.pk, *copied(job), now) for job in jobs)
         _copy(cursor, ReadyExecution, READY_COLUMNS.split(", "), ready)
     for job in jobs:
         job._state.adding, job._state.db = False, db.alias()
 
 
-def _job_rows(jobs: list[Job], fields: Sequence[Field], now: datetime):
-    # COPY takes text: JSON is dumped here (cheaper than psycopg's Jsonb adapter); strings,
-    # numbers and aware datetimes go as they are. Read straight from the instances: the
-    # one field computed on save is updated_at (auto_now).
-    columns = [
-        (field.attname, field.encoder if isinstance(field, JSONField) else _PLAIN)
-        for field in fields
-    ]
+def _job_rows(jobs: list[Job], now: datetime):
+    # Read straight from the instances: the one field computed on save is updated_at
+    # (auto_now). psycopg's binary dumpers take the values as they are, JSON included
+    # (its jsonb dumper calls json.dumps: Job's JSON fields have no encoder of their own).
+    values_of = operator.itemgetter(*[field.attname for field in _job_fields()])
     for job in jobs:
         job.updated_at = now
-        values = job.__dict__
-        yield (job.pk, *[_dump(values[name], encoder) for name, encoder in columns])
-
-
-_PLAIN = object()
-
-
-def _dump(value: Any, encoder) -> Any:
-    if encoder is _PLAIN or value is None:
-        return value
-    return json.dumps(value, cls=encoder)
+        yield (job.pk, *values_of(job.__dict__))
 
 
 def _copy(cursor, model, columns: list[str], rows) -> None:
+    """COPY ``rows`` into ``model``'s table, in PostgreSQL's binary format.
+
+    Binary: psycopg's C dumpers write each value without formatting it as text, and the
+    server reads it without parsing it (about 2 us a row less on the client).
+    """
     quoted = ", ".join(db.connection().ops.quote_name(column) for column in columns)
-    with cursor.copy(f"COPY {table(model)} ({quoted}) FROM STDIN") as copy:
+    with cursor.copy(f"COPY {table(model)} ({quoted}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(_types(model, tuple(columns)))
         for row in rows:
             copy.write_row(row)
+
+
+@functools.cache
+def _types(model, columns: tuple[str, ...]) -> list[str]:
+    """The database types of ``columns``, as psycopg names them ("varchar(255)": varchar)."""
+    by_column = {field.column: field for field in model._meta.concrete_fields}
+    connection = db.connection()
+    return [by_column[column].db_type(connection).split("(")[0] for column in columns]

@@ -4,6 +4,7 @@ written."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from zoneinfo import ZoneInfo
@@ -14,7 +15,10 @@ from hypothesis import strategies as st
 
 from steady_queue import arguments
 from steady_queue.arguments import TAG, SerializationError
+from steady_queue.backend import enqueue_all
+from steady_queue.compat import TaskResult, normalize_json
 from steady_queue.models import Job
+from steady_queue.results import enqueued_result
 from tests import tasks
 from tests.models import Account
 
@@ -110,6 +114,25 @@ def test_every_supported_value_round_trips_through_the_database(args, kwargs):
     assert_same(loaded_kwargs, kwargs)
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.lists(values, max_size=3), st.dictionaries(text, values, max_size=3)),
+        min_size=2,
+        max_size=4,
+    )
+)
+@example([([-0.0, "\u00e9\U0001f600"], {"zero": -0.0}), ([{"deep": [1.5, None]}], {})])
+def test_every_supported_value_round_trips_through_a_bulk_enqueue(calls):
+    """enqueue_all writes many jobs its own way per database (PostgreSQL: binary COPY)."""
+    results = enqueue_all([(tasks.echo, args, kwargs) for args, kwargs in calls])
+    stored = Job.objects.in_bulk([int(result.id) for result in results])
+    for result, (args, kwargs) in zip(results, calls, strict=True):
+        loaded_args, loaded_kwargs = arguments.deserialize(stored[int(result.id)].arguments)
+        assert_same(loaded_args, args)
+        assert_same(loaded_kwargs, kwargs)
+
+
 def test_a_saved_model_instance_comes_back_as_its_row():
     account = Account.objects.create(name="before")
     result = tasks.echo.enqueue([account], key=account)
@@ -157,3 +180,16 @@ def test_anything_else_is_refused_with_its_path_and_nothing_is_written(good, bad
     path = "kwargs['value']" if as_kwarg else f"args[{len(good)}]"
     assert path in str(refused.value)
     assert Job.objects.count() == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(values, max_size=3), st.dictionaries(text, values, max_size=3))
+def test_an_enqueued_result_is_the_one_task_result_would_make(args, kwargs):
+    """The enqueued result skips TaskResult's normalizing: the shown arguments are JSON."""
+    job = Job.for_task_call(tasks.echo, args, kwargs, backend="default")
+    job.pk = 7
+    made = enqueued_result(job, tasks.echo)
+    fields = {field.name: getattr(made, field.name) for field in dataclasses.fields(TaskResult)}
+    assert made == TaskResult(**{name: v for name, v in fields.items() if name != "_return_value"})
+    assert made.args == normalize_json(made.args) and made.kwargs == normalize_json(made.kwargs)
+    assert made._return_value is None
