@@ -33,6 +33,8 @@ def test_an_old_path_imports_the_moved_module_itself(old, new):
         "from steady_queue.recurring_checks import check_recurring_tasks",
         "from steady_queue.postgres import PostgresStorage",
         "from steady_queue.notify import READY_CHANNEL",
+        "from steady_queue.models.claimed_finish import Failure, LastResort, Outcome, Success",
+        "from steady_queue.models.claimed_finish import NOT_STORED, Release, Reschedule, Throttle",
     ],
 )
 def test_names_import_from_their_old_module(statement):

@@ -1,0 +1,176 @@
+"""What a claimed job can end with: the outcomes ``ClaimedExecution.record`` stores.
+
+Each is a small frozen value; ``store`` writes it with the claim taken, inside the
+transaction of ``claimed_finish``, which also hands the job's slot on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import steady_queue
+
+from ..exceptions import UnstorableOutcome
+from ..log import job_fields
+from .attempt import Attempt, refused_text
+from .signals import jobs_ended
+
+if TYPE_CHECKING:
+    from .execution import ClaimedExecution
+    from .job import Job
+
+logger = logging.getLogger("steady_queue.claims")
+
+NOT_STORED = "outcome could not be stored"
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What a claimed job ended with; ``store`` runs with the claim taken, in its transaction."""
+
+    #: Whether the job gives its concurrency slot back (a released job keeps it).
+    hands_off_slot: ClassVar[bool] = True
+    #: Whether it counts as an attempt, appended to ``Job.attempts``.
+    is_attempt: ClassVar[bool] = True
+
+    def check(self) -> None:
+        """Raise before anything is written if the database would refuse this outcome."""
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt | None) -> str | None:
+        """Write the outcome; ``attempt`` is None unless ``is_attempt``.
+
+        Returns the TaskRollup counter the outcome adds to (None: it is no ending).
+        """
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class Success(Outcome):
+    return_value: Any
+
+    def check(self) -> None:
+        if refused := refused_text(self.return_value):
+            raise ValueError(f"the return value contains {refused}")
+
+    def hands_nothing_on(self, claimed: ClaimedExecution) -> bool:
+        """Whether storing this success is only "delete the claim, mark the job finished".
+
+        True for a kept job with no concurrency slot to hand on, no unique key to give
+        back and no batch or workflow to tell: what a storage may write in one statement
+        (``record(..., write=...)``).
+        """
+        job = claimed.job
+        in_group = job.batch_id is not None or job.workflow_run_id is not None
+        return steady_queue.preserve_finished_jobs and not (
+            job.concurrency_key or job.unique_key or in_group
+        )
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
+        from .job import Job
+        from .job_groups import job_ended
+
+        job, jobs = claimed.job, Job.objects
+        job.release_unique_lock()
+        if steady_queue.preserve_finished_jobs:
+            jobs.filter(pk=job.pk).update(
+                attempts=[*job.attempts, attempt.to_dict()],
+                finished_at=attempt.finished_at,
+                return_value=self.return_value,
+                updated_at=attempt.finished_at,
+            )
+        else:
+            jobs.filter(pk=job.pk).delete()
+        job_ended(job, succeeded=True, return_value=self.return_value)
+        jobs_ended.send(Success, job_ids=[job.pk])
+        return "succeeded"
+
+    def stored(self, job: Job, attempt: Attempt) -> None:
+        job.attempts = [*job.attempts, attempt.to_dict()]
+        job.finished_at, job.return_value = attempt.finished_at, self.return_value
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure(Outcome):
+    """A failed attempt; the task's retry policy decides what follows, unless ``final``."""
+
+    exc: BaseException
+    final: bool = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
+        job = claimed.job
+        job.attempts = [*job.attempts, attempt.to_dict()]
+        job.save(update_fields=["attempts", "updated_at"])
+        if self.final:
+            job.fail(attempt.error)
+            return "failed"
+        return "retried" if job.fail_or_retry(self.exc, attempt.error) else "failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reschedule(Outcome):
+    """Not an attempt: the task asked to run again at ``run_at``."""
+
+    run_at: datetime
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        claimed.job.reschedule(self.run_at)
+        logger.info(
+            "Rescheduled job %s for %s",
+            claimed.job_id,
+            self.run_at.isoformat(),
+            extra=job_fields(claimed.job),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Throttle(Outcome):
+    """Not an attempt: the job's rate limit window had no room; it waits, from ``until``."""
+
+    until: datetime
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from .throttled_execution import throttle
+
+        throttle(claimed.job, self.until)
+        logger.info(
+            "Throttled job %s until %s",
+            claimed.job_id,
+            self.until.isoformat(),
+            extra=job_fields(claimed.job),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Release(Outcome):
+    """Back to ready, to run again; the job keeps its slot (taken when it became ready)."""
+
+    hands_off_slot: ClassVar[bool] = False
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from .execution import ReadyExecution
+
+        ReadyExecution.create_all_from_jobs([claimed.job])
+
+
+@dataclasses.dataclass(frozen=True)
+class LastResort(Outcome):
+    """A fixed failure with nothing from the run in it, when even UnstorableOutcome failed."""
+
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
+        kind = UnstorableOutcome
+        claimed.job.fail(
+            {
+                "exception_class": f"{kind.__module__}.{kind.__qualname__}",
+                "message": NOT_STORED,
+                "traceback": "",
+            }
+        )
+        return "failed"
