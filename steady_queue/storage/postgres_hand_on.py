@@ -4,11 +4,13 @@ The portable finish of a job with a concurrency limit hands its slot on with abo
 statements (``models.slot_hand_on``): its job's key stands idle for all of them. Here
 one statement deletes the claim, marks the job finished, locks the next blocked job of
 the key, renews the semaphore, and moves that job from blocked to claimed for the
-finishing thread, in the same transaction as the portable hand-on would be and with
-the same locks. When the slot cannot pass that way (no job blocked on the key, its queue
-not polled by this worker or paused, a ready job of the polled queues first in line,
-the key over its limit or expired) the slot goes back the portable way in the same
-transaction, after the statement.
+finishing thread, with the same locks as the portable hand-on. When the slot cannot
+pass that way (no job blocked on the key, its queue not polled by this worker or paused,
+a ready job of the polled queues first in line, the key over its limit or expired) the
+same statement gives it back as ``Job.unblock_next_blocked_job`` does
+(``Semaphore.signal``, then ``BlockedExecution.release_one``: the next blocked job takes
+the slot and goes to ready, with its NOTIFY). One statement is atomic, so it runs in
+autocommit: one round trip, where BEGIN, the statement and COMMIT were three.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db
 from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
 from ..models.claimed_finish import Success
 from .base import ClaimNext, Finished, limited_success
+from .notify import READY_CHANNEL
 from .postgres import (
     _finish_params,
     _finished_values,
@@ -50,10 +52,7 @@ def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: Cla
 
     def write(attempt: Attempt) -> bool:
         handed.clear()  # a retried write starts again
-        with db.atomic():
-            recorded, following = _finish_and_hand_on(claimed, attempt, outcome, then_claim)
-            if recorded and following is None:
-                claimed.job.unblock_next_blocked_job()  # the slot back, the job to ready
+        recorded, following = _finish_and_hand_on(claimed, attempt, outcome, then_claim)
         handed.extend([following] if following is not None else [])
         return recorded
 
@@ -72,13 +71,18 @@ def _finish_and_hand_on(
     matching = [] if "*" in queues else _queue_patterns(queues)
     params = _finish_params(claimed, attempt, _finished_values(attempt, outcome.return_value))
     params += [job.concurrency_key, *matching, *matching]
-    params += [now + job.concurrency_limit.expires_in, job.concurrency_key]
+    limit, key = job.concurrency_limit, job.concurrency_key
+    expires_at = now + limit.expires_in
+    params += [expires_at, key]
     params += [process.pk if process else None, now]
+    params += [key, limit.to, limit.to, expires_at, limit.to]  # the slot back
+    params += [key, limit.to - 1, expires_at, now, now, limit.to]
+    params += [now]
     with prepared_cursor() as cursor:
         cursor.execute(_sql(len(matching)), params)
         rows = cursor.fetchall()
     recorded = rows[0][0] == 1
-    jobs = _jobs_from_rows([row[1:] for row in rows if row[1] is not None])
+    jobs = _jobs_from_rows([row[2:] for row in rows if row[2] is not None])
     following = ClaimedExecution.claimed_for(jobs[0], process, now) if jobs else None
     return recorded, following
 
@@ -98,22 +102,51 @@ def _sql(patterns: int) -> str:
     # No ready job of the polled queues comes first (see models.slot_hand_on).
     ready = " OR ".join(["r.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
     finished = "(SELECT count(*) FROM finished)"
+    semaphores, blocked = table(Semaphore), table(BlockedExecution)
+    # Semaphore.signal's value: one slot more, never above the limit.
+    signalled = "(CASE WHEN held.value < %s THEN held.value + 1 ELSE held.value END)"
+    back = "EXISTS (SELECT FROM finished) AND NOT EXISTS (SELECT FROM slot)"
+    notified = f"(SELECT count(pg_notify('{READY_CHANNEL}', queue_name)) FROM readied)"
     return (
         f"WITH {_finishing(False)}, "
         # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
-        f"top AS MATERIALIZED (SELECT job_id, queue_name FROM {table(BlockedExecution)} "
+        f"top AS MATERIALIZED (SELECT job_id, queue_name FROM {blocked} "
         "WHERE concurrency_key = %s AND EXISTS (SELECT FROM finished) "
         "ORDER BY priority DESC, job_id LIMIT 1 FOR UPDATE SKIP LOCKED), "
         f"taken AS MATERIALIZED (SELECT job_id FROM top WHERE ({polled}) AND NOT EXISTS "
         f"(SELECT FROM {table(Pause)} p WHERE p.queue_name = top.queue_name) AND NOT EXISTS "
         f"(SELECT FROM {table(ReadyExecution)} r WHERE {ready})), "
-        f"slot AS (UPDATE {table(Semaphore)} SET expires_at = %s "
+        f"slot AS (UPDATE {semaphores} SET expires_at = %s "
         "WHERE key = %s AND value >= 0 AND EXISTS (SELECT FROM taken) RETURNING key), "
-        f"unblocked AS (DELETE FROM {table(BlockedExecution)} b USING taken "
+        f"unblocked AS (DELETE FROM {blocked} b USING taken "
         "WHERE b.job_id = taken.job_id AND EXISTS (SELECT FROM slot) RETURNING b.job_id), "
         f"handed AS (INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
-        "SELECT job_id, %s, %s FROM unblocked RETURNING job_id) "
-        f"SELECT {finished}, {columns(fields, 'j.')} FROM handed "
+        "SELECT job_id, %s, %s FROM unblocked RETURNING job_id), "
+        # Otherwise the slot goes back. The key's row, locked: FOR UPDATE reads its latest
+        # value (an UPDATE's RETURNING could not tell the value it replaced).
+        f"held AS MATERIALIZED (SELECT key, value FROM {semaphores} WHERE key = %s AND {back} "
+        "FOR UPDATE), "
+        # The first blocked job takes the slot given back if one is free then (Semaphore.wait).
+        f"released AS MATERIALIZED (SELECT top.job_id FROM top, held WHERE {signalled} > 0), "
+        f"given AS (UPDATE {semaphores} s SET value = {signalled} - "
+        "(SELECT count(*) FROM released), expires_at = %s FROM held "
+        "WHERE s.key = held.key AND (held.value < %s OR EXISTS (SELECT FROM released)) "
+        "RETURNING s.key), "
+        # The key's row expired and was deleted: a new one, with the job's slot taken
+        # (Semaphore._attempt_creation, a decrement if another made it first).
+        f"created AS (INSERT INTO {semaphores} AS s (key, value, expires_at, created_at, "
+        f"updated_at) SELECT %s, %s, %s, %s, %s WHERE {back} AND EXISTS (SELECT FROM top) "
+        "AND NOT EXISTS (SELECT FROM held) ON CONFLICT (key) DO UPDATE SET value = s.value - 1, "
+        "expires_at = EXCLUDED.expires_at WHERE s.value > 0 AND %s > 1 RETURNING s.key), "
+        "admitted AS MATERIALIZED (SELECT job_id FROM top WHERE EXISTS (SELECT FROM released) "
+        "OR EXISTS (SELECT FROM created)), "
+        f"readied AS (INSERT INTO {table(ReadyExecution)} (job_id, queue_name, priority, "
+        f"created_at) SELECT j.id, j.queue_name, j.priority, %s FROM admitted "
+        f"JOIN {table(Job)} j ON j.id = admitted.job_id RETURNING queue_name), "
+        f"unblocked_back AS (DELETE FROM {blocked} b USING admitted "
+        "WHERE b.job_id = admitted.job_id RETURNING b.job_id) "
+        f"SELECT {finished}, {notified}, {columns(fields, 'j.')} FROM handed "
         f"JOIN {table(Job)} j ON j.id = handed.job_id "
-        f"UNION ALL SELECT {finished}, {_nulls(fields)} WHERE NOT EXISTS (SELECT FROM handed)"
+        f"UNION ALL SELECT {finished}, {notified}, {_nulls(fields)} "
+        "WHERE NOT EXISTS (SELECT FROM handed)"
     )
