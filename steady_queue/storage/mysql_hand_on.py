@@ -99,6 +99,8 @@ def _handing_on(job: Job, then_claim: ClaimNext):
         [],
     ]
     statements: list[Statement] = list(zip(sql, params, strict=True))
+    if connection.mysql_is_mariadb:
+        statements[_GIVING_BACK:] = [_only_when_given_back(statements[_GIVING_BACK:])]
 
     def read(results: list[mysql_script.Result]) -> list[ClaimedExecution]:
         jobs = mysql_script.jobs_from_rows(results[_SELECT_HANDED].rows)
@@ -108,6 +110,19 @@ def _handing_on(job: Job, then_claim: ClaimNext):
 
 
 _SELECT_HANDED = 6  # the index of the statement that reads the handed job
+_GIVING_BACK = 8  # the first statement that gives the slot back
+
+
+def _only_when_given_back(statements: list[Statement]) -> Statement:
+    """The statements that give the slot back, run only when it goes back (MariaDB).
+
+    Each is guarded by its variables already, but a handed-on slot (the common case)
+    still paid for parsing and running eight no-ops, about 0.3 ms: MariaDB's anonymous
+    block skips them in one test. (MySQL has no anonymous blocks: it runs them all.)
+    """
+    body = "; ".join(sql for sql, _ in statements)
+    params = [param for _, each in statements for param in each]
+    return f"BEGIN NOT ATOMIC IF {BACK} THEN {body}; END IF; END", params
 
 
 @functools.cache
