@@ -94,7 +94,10 @@ def kill_a_busy_worker(supervisor) -> int:
     victim = next(iter(busy), None)
     if len(pids) < 2 or victim is None:
         return 0
-    os.kill(pids[victim], signal.SIGKILL)
+    try:
+        os.kill(pids[victim], signal.SIGKILL)
+    except ProcessLookupError:  # it ended (was reaped) since it was listed: no kill made
+        return 0
     return 1
 
 
