@@ -8,16 +8,15 @@ holders give their slots back at the same moment.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue import storage
 from steady_queue.models import BlockedExecution, ClaimedExecution, Pause, ReadyExecution, Semaphore
 from steady_queue.models.claimed_finish import Success
 from steady_queue.storage import notify
+from tests.at_once import at_once
 from tests.storage.test_slot_hand_on import enqueued, two_exclusive
 from tests.tasks import features as limited_tasks
 
@@ -79,24 +78,12 @@ def test_holders_giving_their_slots_back_at_once_admit_one_job_each(fast, proces
     holders = fast.claim(["*"], 2, process)
     assert sorted(c.job_id for c in holders) == [jobs[0].pk, jobs[1].pk]
     Pause.objects.create(queue_name="default")  # no hand-on: each slot goes back
-    start, failures = threading.Barrier(2), []
 
     def finish(claimed: ClaimedExecution) -> None:
-        try:
-            start.wait(timeout=10)
-            then = storage.ClaimNext(["*"], process)
-            assert fast.finish(claimed, Success([0.0, 0.0]), then_claim=then).recorded
-        except BaseException as exc:
-            failures.append(exc)
-        finally:
-            close_old_connections()
-            connection.close()
+        then = storage.ClaimNext(["*"], process)
+        assert fast.finish(claimed, Success([0.0, 0.0]), then_claim=then).recorded
 
-    threads = [threading.Thread(target=finish, args=(claimed,)) for claimed in holders]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    failures = at_once(finish, holders)
 
     assert not failures, failures
     ready = sorted(ReadyExecution.objects.values_list("job_id", flat=True))
