@@ -25,7 +25,16 @@ from .job_queries import (
     status_counts,
 )
 from .processes import Health, ProcessNode, process_health, process_tree
-from .queues import Queue, pause_queue, queue, queue_exists, queue_names, queues, resume_queue
+from .queues import (
+    Queue,
+    pausable,
+    pause_queue,
+    queue,
+    queue_exists,
+    queue_names,
+    queues,
+    resume_queue,
+)
 from .rate_limits import (
     JobRateLimit,
     RateLimitWindow,
@@ -98,6 +107,7 @@ __all__ = [
     "find_run",
     "jobs",
     "listing_for",
+    "pausable",
     "pause_queue",
     "process_health",
     "process_tree",

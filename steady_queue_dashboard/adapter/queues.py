@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
 
+from steady_queue.models import Pause
 from steady_queue.models.queue import Queue
 from steady_queue.ops.queues import all_queues, exists
 
@@ -30,6 +31,12 @@ def queue(name: str) -> Queue:
 def queue_names() -> list[str]:
     """Return the queue names worth suggesting in filters: configured ones and those in use."""
     return sorted(queue.name for queue in queues())
+
+
+def pausable(name: str) -> bool:
+    """Whether a pause for ``name`` fits its column: a longer name is no queue a job is in,
+    and PostgreSQL and MariaDB refuse to store it (a 500, not a message)."""
+    return len(name) <= Pause._meta.get_field("queue_name").max_length
 
 
 def pause_queue(name: str) -> Outcome:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from .. import adapter, audit, charts, instances
@@ -72,6 +73,11 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @guard(action=True)
 def queue_pause(request: HttpRequest, name: str) -> HttpResponse:
+    if not adapter.pausable(name):
+        return HttpResponseBadRequest(
+            _("No queue has that name: queue names are at most 255 characters."),
+            content_type="text/plain; charset=utf-8",
+        )
     outcome = adapter.pause_queue(name)
     audit.record(request, "pause", f"queue {name}", outcome)
     return acted(request, outcome, instances.url("queue-list"))
