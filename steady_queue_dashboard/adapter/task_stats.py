@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Max, Sum
+from django.db.models import Max, Min, Sum
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
@@ -62,11 +62,15 @@ class TaskStats:
     failed: int
     retried: int
     cancelled: int
-    runs_per_hour: float
+    # Over the span since the top of the hour of the task's first rollup in the window
+    # (when the rows say it started running); None when that span is under an hour.
+    runs_per_hour: float | None
     run: Timing
     wait: Timing
     # Runs in each of the last SPARK_HOURS hours, oldest first.
     hourly: list[int] = field(default_factory=list)
+    # Whole minutes (at least 1) the runs were counted over, for "8 in the last 1 min".
+    observed_minutes: int = 60
 
     @property
     def failure_rate(self) -> float | None:
@@ -96,17 +100,20 @@ def task_stats(window: Window, queue: str | None = None) -> list[TaskStats]:
             **{name: Sum(name) for name in sums},
             run_max=Max("run_max"),
             wait_max=Max("wait_max"),
+            first_period=Min("period"),
         )
         .order_by("-runs", "task_path")[:SHOWN_TASKS]
     )
-    elapsed_hours = max((now - start).total_seconds() / 3600, 1 / 60)
-    stats = [_stats(total, elapsed_hours) for total in totals]
+    stats = [_stats(total, now) for total in totals]
     _add_sparklines(stats, now, queue)
     return stats
 
 
-def _stats(total: dict, elapsed_hours: float) -> TaskStats:
+def _stats(total: dict, now: datetime) -> TaskStats:
     runs = total["runs"] or 0
+    # Not the whole window: a task that first ran a minute ago did 8 runs in a minute,
+    # not 0.3 an hour. Under an hour, a rate would extrapolate: the count is shown instead.
+    observed = max((now - total["first_period"]).total_seconds(), 60.0)
     run_buckets = [total[name] or 0 for name in RUN_BUCKET_FIELDS]
     wait_buckets = [total[name] or 0 for name in WAIT_BUCKET_FIELDS]
     return TaskStats(
@@ -116,7 +123,8 @@ def _stats(total: dict, elapsed_hours: float) -> TaskStats:
         failed=total["failed"] or 0,
         retried=total["retried"] or 0,
         cancelled=total["cancelled"] or 0,
-        runs_per_hour=runs / elapsed_hours,
+        runs_per_hour=runs / (observed / 3600) if observed >= 3600 else None,
+        observed_minutes=int(observed // 60),
         run=_timing(run_buckets, runs, total["run_max"]),
         wait=_timing(wait_buckets, runs, total["wait_max"]),
     )

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from steady_queue.models import Pause
+from steady_queue.models import Pause, TaskRollup
+from steady_queue.models.task_rollup import hour_of
+from steady_queue_dashboard.adapter.task_stats import WINDOWS, task_stats
 from steady_queue_dashboard.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -28,3 +34,30 @@ def test_pausing_a_queue_name_too_long_for_any_queue_answers_400_and_writes_noth
 def test_a_queue_name_of_255_characters_can_still_be_paused(admin_client):
     admin_client.post(url("queue-pause", "q" * 255))
     assert Pause.objects.filter(queue_name="q" * 255).exists()
+
+
+def test_runs_per_hour_over_a_span_under_an_hour_shows_the_count_and_the_minutes(admin_client):
+    now = timezone.now()
+    TaskRollup.objects.create(
+        task_path="app.burst", queue_name="default", period=hour_of(now), runs=8, succeeded=8
+    )
+    (burst,) = task_stats(WINDOWS["day"])
+    minutes = max(int((timezone.now() - hour_of(now)).total_seconds() // 60), 1)
+    # 8 runs since the top of this hour are no 0.3 an hour (8 spread over 24 hours).
+    assert burst.runs_per_hour is None and burst.observed_minutes in (minutes, minutes + 1)
+    page = admin_client.get(reverse("steady_queue_dashboard:tasks")).content.decode()
+    assert re.search(r">8 in the last \d+ min<", page), page
+
+
+def test_runs_per_hour_is_over_the_hours_the_task_ran_not_the_whole_window(db):
+    now = timezone.now()
+    TaskRollup.objects.create(
+        task_path="app.new",
+        queue_name="default",
+        period=hour_of(now) - timedelta(hours=2),
+        runs=30,
+        succeeded=30,
+    )
+    (new,) = task_stats(WINDOWS["day"])
+    observed = (timezone.now() - (hour_of(now) - timedelta(hours=2))).total_seconds() / 3600
+    assert new.runs_per_hour == pytest.approx(30 / observed, rel=0.01)
