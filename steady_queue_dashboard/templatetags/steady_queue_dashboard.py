@@ -218,3 +218,26 @@ def sq_progress(progress: dict | None) -> dict:
         "message": progress.get("message") or "",
         "reported": bool(progress),
     }
+
+
+# Process metadata holding seconds (the engine writes floats: 600.0, 0.1).
+SECONDS_KEYS = ("polling_interval", "concurrency_maintenance_interval")
+
+
+@register.filter
+def metadata_value(value: Any, key: str) -> str:
+    """Render a process's metadata value for people, not as a Python repr: queues as
+    "default, reports", None as "—", intervals as "10 min", flags as yes or no."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(metadata_value(item, "") for item in value) or "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{name}: {metadata_value(item, name)}" for name, item in value.items())
+    if isinstance(value, (int, float)) and key in SECONDS_KEYS:
+        return seconds(float(value))
+    if isinstance(value, float):
+        return formats.number_format(value, 0 if value.is_integer() else 2)
+    return str(value)

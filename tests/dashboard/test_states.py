@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from steady_queue.models import Pause, TaskRollup
+from steady_queue.models import Pause, Process, TaskRollup
 from steady_queue.models.task_rollup import hour_of
 from steady_queue_dashboard.adapter.task_stats import WINDOWS, task_stats
 from steady_queue_dashboard.models import AuditEntry
@@ -61,3 +61,27 @@ def test_runs_per_hour_is_over_the_hours_the_task_ran_not_the_whole_window(db):
     (new,) = task_stats(WINDOWS["day"])
     observed = (timezone.now() - (hour_of(now) - timedelta(hours=2))).total_seconds() / 3600
     assert new.runs_per_hour == pytest.approx(30 / observed, rel=0.01)
+
+
+def test_the_processes_page_shows_metadata_for_people_not_python_reprs(admin_client, db):
+    Process.objects.create(
+        kind="Dispatcher",
+        name="dispatcher-1",
+        pid=2,
+        hostname="box",
+        metadata={"polling_interval": 0.1, "concurrency_maintenance_interval": 600.0},
+    )
+    Process.objects.create(
+        kind="Worker",
+        name="worker-1",
+        pid=3,
+        hostname="box",
+        metadata={"queues": ["default", "reports"], "threads": 3, "pidfile": None},
+    )
+    html = admin_client.get(reverse("steady_queue_dashboard:process-list")).content.decode()
+    assert "queues</span> default, reports</span>" in html
+    assert "pidfile</span> —</span>" in html
+    assert "concurrency_maintenance_interval</span> 10 min</span>" in html
+    assert "polling_interval</span> 100 ms</span>" in html
+    for repr_ in ("[&#x27;default&#x27;", "None", "600.0"):
+        assert repr_ not in html
