@@ -63,10 +63,10 @@ def attempts(job: Job) -> list[Attempt]:
 def timeline(job: Job) -> list[Event]:
     """Return what happened to ``job`` so far, oldest first."""
     events = [Event(job.created_at, _("Enqueued"), job.queue_name)]
-    # A job run early ("Run now") keeps its due time; it is no longer an event to come.
-    if job.scheduled_at and (job.state == "scheduled" or job.scheduled_at <= timezone.now()):
+    done = attempts(job)
+    if _was_due(job, done):
         events.append(Event(job.scheduled_at, _("Due"), kind="scheduled"))
-    for attempt in attempts(job):
+    for attempt in done:
         events += _attempt_events(attempt)
     execution = job.execution
     waiting = {
@@ -80,6 +80,25 @@ def timeline(job: Job) -> list[Event]:
     if job.finished_at:
         events.append(Event(job.finished_at, _("Finished"), kind="finished"))
     return sorted(events, key=lambda event: event.at)
+
+
+def _was_due(job: Job, done: list[Attempt]) -> bool:
+    """Whether the job's due time is an event of its story (to come, or that made it ready).
+
+    A job run early ("Run now", or a retry dispatched before its time) keeps its due time,
+    which is no event to come; once that time passes, a run or a failure that came before
+    it must not be followed by a "Due" nothing followed.
+    """
+    if job.scheduled_at is None:
+        return False
+    if job.state == "scheduled":
+        return True
+    if job.scheduled_at > timezone.now():
+        return False
+    started = [attempt.started_at for attempt in done if attempt.started_at]
+    ran_early = bool(started) and started[-1] < job.scheduled_at
+    # A job still waiting to run again was made due after its last attempt (a retry).
+    return not (ran_early and job.state in ("claimed", "failed", "finished"))
 
 
 def run_time(job: Job) -> timedelta | None:

@@ -9,10 +9,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from steady_queue.models import Pause, Process, TaskRollup
+from steady_queue.models import Job, Pause, Process, TaskRollup
 from steady_queue.models.task_rollup import hour_of
+from steady_queue.testing import dispatch_scheduled, run_ready_jobs
+from steady_queue_dashboard.adapter import timeline
 from steady_queue_dashboard.adapter.task_stats import WINDOWS, task_stats
 from steady_queue_dashboard.models import AuditEntry
+from tests.tasks import acceptance
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +88,33 @@ def test_the_processes_page_shows_metadata_for_people_not_python_reprs(admin_cli
     assert "polling_interval</span> 100 ms</span>" in html
     for repr_ in ("[&#x27;default&#x27;", "None", "600.0"):
         assert repr_ not in html
+
+
+def _timeline_labels(job_id: int) -> list[str]:
+    job = Job.objects.with_execution().get(pk=job_id)
+    return [str(event.label) for event in timeline(job)]
+
+
+def test_a_failed_job_whose_last_retry_ran_early_has_no_due_event_after_its_failure(
+    admin_client,
+):
+    result = acceptance.policy_in_decorator.enqueue()
+    # The retry, due in a second, is dispatched and fails at once (as "Run now" does).
+    run_ready_jobs(include_scheduled=True)
+    job = Job.objects.with_execution().get(pk=result.id)
+    assert job.state == "failed" and len(job.attempts) == 2
+    # Then its due time passes.
+    Job.objects.filter(pk=job.pk).update(scheduled_at=timezone.now() - timedelta(microseconds=1))
+    labels = _timeline_labels(job.pk)
+    assert labels[-1] == "Attempt 2 failed" and "Due" not in labels, labels
+    html = admin_client.get(reverse("steady_queue_dashboard:job-detail", args=[job.pk]))
+    assert "<strong>Due</strong>" not in html.content.decode()
+
+
+def test_a_retry_made_due_after_its_failure_still_shows_when_it_was_due(db):
+    result = acceptance.policy_in_decorator.enqueue()
+    run_ready_jobs()  # attempt 1 fails; the retry is scheduled a second later
+    Job.objects.filter(pk=result.id).update(scheduled_at=timezone.now())
+    dispatch_scheduled(all_=True)
+    labels = _timeline_labels(result.id)
+    assert labels == ["Enqueued", "Attempt 1 started", "Attempt 1 failed", "Due", "Ready"]
