@@ -115,3 +115,8 @@ class WorkflowError(ValueError):
 class BatchError(ValueError):
     """A batch refused as it opens (a callback that is no task of this backend...), or a
     job that cannot join the open batch: nothing was written."""
+
+
+#: The ``exception_class`` a cancelled job's failure is stored with: the dashboard, the ops
+#: commands and the health checks tell cancelled jobs from failed ones by it (an index).
+CANCELLED_CLASS = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"

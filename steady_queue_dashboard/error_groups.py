@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import FailedExecution
 
 # Groups are built from the latest failures only: one indexed read, whatever the backlog.
@@ -73,7 +74,7 @@ class Groups:
 def error_groups(limit: int = SCAN_LIMIT) -> Groups:
     """Group the latest ``limit`` failures, largest group first, in one query."""
     rows = list(
-        FailedExecution.objects.order_by("-created_at", "job_id").values_list(
+        _errors().order_by("-created_at", "job_id").values_list(
             "job_id", "exception_class", "message", "created_at"
         )[: limit + 1]
     )
@@ -94,7 +95,7 @@ def error_groups(limit: int = SCAN_LIMIT) -> Groups:
 
 def members(key: str, job_ids: list[int]) -> tuple[list[int], str]:
     """Return those of ``job_ids`` still failed with an error of group ``key``, and the error."""
-    rows = FailedExecution.objects.filter(job_id__in=job_ids).values_list(
+    rows = _errors().filter(job_id__in=job_ids).values_list(
         "job_id", "exception_class", "message"
     )
     found = [
@@ -102,3 +103,8 @@ def members(key: str, job_ids: list[int]) -> tuple[list[int], str]:
     ]
     label = f"{found[0][1]}: {normalise(found[0][2])}" if found else ""
     return sorted(job_id for job_id, _cls, _message in found), label
+
+
+def _errors():
+    # A cancellation is an operator's decision, not an error to group, retry or alert on.
+    return FailedExecution.objects.exclude(exception_class=CANCELLED_CLASS)

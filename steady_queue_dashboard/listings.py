@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Q
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+
+from steady_queue.exceptions import CANCELLED_CLASS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +32,16 @@ class Listing:
     bulk_actions: tuple[str, ...] = ()
     live: bool = False
     empty: str | Promise = ""
+
+    @property
+    def condition(self) -> Q:
+        """What sets this list's jobs apart from others in its execution table: a cancelled
+        job's failure (its class, indexed) makes it cancelled, not failed."""
+        if self.status == "cancelled":
+            return Q(failed_execution__exception_class=CANCELLED_CLASS)
+        if self.status == "failed":
+            return ~Q(failed_execution__exception_class=CANCELLED_CLASS)
+        return Q()
 
     @property
     def select_related(self) -> tuple[str, ...]:
@@ -151,6 +164,19 @@ LISTINGS: dict[str, Listing] = {
             row_actions=("retry", "discard"),
             bulk_actions=("retry", "discard"),
             empty=_("No failed jobs. Nice."),
+        ),
+        Listing(
+            status="cancelled",
+            label=_("Cancelled"),
+            execution="failed_execution",
+            # Newest cancellations first, served by the sq_failed_class index.
+            ordering=("-failed_execution__created_at", "failed_execution__job_id"),
+            time_field="failed_execution__created_at",
+            time_label=_("Cancelled"),
+            # Cancelled jobs can still be run again, or dropped.
+            row_actions=("retry", "discard"),
+            bulk_actions=("retry", "discard"),
+            empty=_("No cancelled jobs."),
         ),
         Listing(
             status="finished",

@@ -284,4 +284,8 @@ class FailedExecution(Execution):
 
     class Meta:
         db_table = "steady_queue_failed_executions"
-        indexes = [models.Index(fields=["-created_at"], name="sq_failed_recent")]
+        indexes = [
+            models.Index(fields=["-created_at"], name="sq_failed_recent"),
+            # The cancelled jobs (exceptions.CANCELLED_CLASS), newest first, as listed.
+            models.Index(fields=["exception_class", "-created_at", "job"], name="sq_failed_class"),
+        ]

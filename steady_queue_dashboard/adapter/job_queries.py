@@ -12,6 +12,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils.text import Truncator
 
 from steady_queue import arguments, db
+from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
@@ -51,7 +52,7 @@ def jobs(listing: Listing) -> QuerySet:
     """Return the jobs of ``listing``'s status, with the rows its columns show."""
     queryset = Job.objects.all()
     if listing.execution:
-        queryset = queryset.filter(**{f"{listing.execution}__isnull": False})
+        queryset = queryset.filter(listing.condition, **{f"{listing.execution}__isnull": False})
     else:
         queryset = queryset.filter(finished_at__isnull=False)
     if listing.execution == "throttled_execution":
@@ -91,13 +92,17 @@ def status_counts() -> dict[str, Tally]:
         "blocked": capped_count(BlockedExecution.objects.all()),
         "throttled": capped_count(ThrottledExecution.objects.all()),
         "waiting": capped_count(WaitingExecution.objects.all()),
-        "failed": capped_count(FailedExecution.objects.all()),
+        # Failed and not cancelled: at most COUNT_CAP index entries plus the cancelled ones.
+        "failed": capped_count(FailedExecution.objects.exclude(exception_class=CANCELLED_CLASS)),
+        "cancelled": capped_count(FailedExecution.objects.filter(exception_class=CANCELLED_CLASS)),
         "finished": capped_count(queryset.filter(finished_at__isnull=False)),
     }
 
 
 def listing_for(job: Job) -> Listing | None:
     state = {"ready": "pending", "claimed": "in-progress"}.get(job.state, job.state)
+    if state == "failed" and job.failed_execution.exception_class == CANCELLED_CLASS:
+        state = "cancelled"
     return LISTINGS.get(state)
 
 
@@ -173,11 +178,14 @@ def activity(starts: list[datetime], width: timedelta) -> dict[str, dict[datetim
     """Return jobs finished and failed in each bucket [start, start + width), by start."""
     return {
         "finished": _per_bucket(Job, "finished_at", starts, width),
-        "failed": _per_bucket(FailedExecution, "created_at", starts, width),
+        # Cancelled jobs are no failures (an operator's decision): the series leaves them out.
+        "failed": _per_bucket(FailedExecution, "created_at", starts, width, CANCELLED_CLASS),
     }
 
 
-def _per_bucket(model, field: str, starts: list[datetime], width: timedelta) -> dict[datetime, int]:
+def _per_bucket(
+    model, field: str, starts: list[datetime], width: timedelta, not_class: str | None = None
+) -> dict[datetime, int]:
     # One COUNT per bucket, joined with UNION ALL in one query: each reads a range of the
     # time column's index and nothing else. Grouping by a function of the time instead
     # costs a function call and a hash lookup per job (over a day, twice as slow); the
@@ -192,9 +200,12 @@ def _per_bucket(model, field: str, starts: list[datetime], width: timedelta) -> 
         f"SELECT %s, COUNT(*) FROM {quote(model._meta.db_table)} "
         f"WHERE {column} >= %s AND {column} < %s"
     )
+    if not_class is not None:
+        count += f" AND {quote('exception_class')} <> %s"
     params = []
     for index, start in enumerate(starts):
         params += [index, adapt(start), adapt(start + width)]
+        params += [not_class] if not_class is not None else []
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join([count] * len(starts)), params)
         return {starts[index]: total for index, total in cursor.fetchall() if total}

@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 import steady_queue
+from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import FailedExecution, Process, RecurringTask
 
 from .processes import Health
@@ -53,10 +54,14 @@ def health_of(states: list[ProcessState]) -> list[Health]:
 
 
 def failure_counts(window: timedelta, baseline: timedelta) -> tuple[int, int]:
-    """Failures in the last ``window``, and in the ``baseline`` before it, in one query."""
+    """Failures in the last ``window``, and in the ``baseline`` before it, in one query.
+
+    Cancelled jobs are no failures: a bulk cancel must not raise a "Failure spike".
+    """
     now = timezone.now()
     start = now - window
-    counts = FailedExecution.objects.filter(created_at__gte=start - baseline).aggregate(
+    failures = FailedExecution.objects.exclude(exception_class=CANCELLED_CLASS)
+    counts = failures.filter(created_at__gte=start - baseline).aggregate(
         recent=Count("pk", filter=Q(created_at__gte=start)),
         before=Count("pk", filter=Q(created_at__lt=start)),
     )

@@ -15,6 +15,7 @@ STATUSES = [
     "throttled",
     "waiting",
     "failed",
+    "cancelled",
     "finished",
 ]
 
