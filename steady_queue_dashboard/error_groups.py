@@ -74,9 +74,9 @@ class Groups:
 def error_groups(limit: int = SCAN_LIMIT) -> Groups:
     """Group the latest ``limit`` failures, largest group first, in one query."""
     rows = list(
-        _errors().order_by("-created_at", "job_id").values_list(
-            "job_id", "exception_class", "message", "created_at"
-        )[: limit + 1]
+        _errors()
+        .order_by("-created_at", "job_id")
+        .values_list("job_id", "exception_class", "message", "created_at")[: limit + 1]
     )
     groups: dict[str, ErrorGroup] = {}
     for job_id, exception_class, message, created_at in rows[:limit]:
@@ -95,9 +95,7 @@ def error_groups(limit: int = SCAN_LIMIT) -> Groups:
 
 def members(key: str, job_ids: list[int]) -> tuple[list[int], str]:
     """Return those of ``job_ids`` still failed with an error of group ``key``, and the error."""
-    rows = _errors().filter(job_id__in=job_ids).values_list(
-        "job_id", "exception_class", "message"
-    )
+    rows = _errors().filter(job_id__in=job_ids).values_list("job_id", "exception_class", "message")
     found = [
         (job_id, cls, message) for job_id, cls, message in rows if signature(cls, message) == key
     ]

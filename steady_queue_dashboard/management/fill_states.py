@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from steady_queue import rate_limits
+from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
@@ -31,6 +32,8 @@ ERRORS = [
     ("requests.exceptions.ConnectionError", "Connection refused: api.example.com:443"),
     ("builtins.KeyError", "'account_id'"),
     ("django.db.utils.OperationalError", "deadlock detected"),
+    # A fifth of the failed jobs were cancelled before they ran: a status of their own.
+    (CANCELLED_CLASS, "cancelled"),
 ]
 TRACEBACK = (
     "Traceback (most recent call last):\n"
@@ -59,9 +62,10 @@ class StatesFill:
         failed_at = self.now - timedelta(seconds=self.random.uniform(0, 3 * 86_400))
         started = failed_at - timedelta(milliseconds=self.random.uniform(5, 2_000))
         job.created_at = started - timedelta(seconds=self.random.uniform(0, 30))
-        traceback = TRACEBACK.format(cls=cls, message=message)
+        cancelled = cls == CANCELLED_CLASS
+        traceback = "" if cancelled else TRACEBACK.format(cls=cls, message=message)
         error = {"exception_class": cls, "message": message, "traceback": traceback}
-        job.attempts = [_attempt(started, failed_at, error)]
+        job.attempts = [] if cancelled else [_attempt(started, failed_at, error)]
         return [
             FailedExecution(
                 job=job,

@@ -45,6 +45,7 @@ EXPECTED = {
     ("blocked", ""): "sq_blocked_release",
     ("throttled", ""): "sq_throttled_release",
     ("failed", ""): "sq_failed_recent",
+    ("cancelled", ""): "sq_failed_class",
     ("finished", ""): "sq_jobs_finished_at",
     ("finished", "queue=low"): "sq_jobs_for_filtering",
     ("finished", "task=billing.tasks.charge_card"): "sq_jobs_task_path",
