@@ -8,6 +8,7 @@ modules split it by subject; import from the package itself.
 
 from .actions import Outcome, act_on_job, act_on_jobs
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
+from .cancellation import Cancellation, cancellation_of, is_cancelled
 from .concurrency import ConcurrencyKey, concurrency_keys, release_next_blocked
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_queries import (
@@ -72,6 +73,7 @@ __all__ = [
     "Attempt",
     "BatchRow",
     "Callback",
+    "Cancellation",
     "ConcurrencyKey",
     "Event",
     "Health",
@@ -96,6 +98,7 @@ __all__ = [
     "batch_jobs",
     "batch_rows",
     "batches",
+    "cancellation_of",
     "capped_count",
     "concurrency_keys",
     "display_arguments",
@@ -105,6 +108,7 @@ __all__ = [
     "find_job",
     "find_recurring_task",
     "find_run",
+    "is_cancelled",
     "jobs",
     "listing_for",
     "pausable",

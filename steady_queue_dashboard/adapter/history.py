@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
+from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import Job
 
 
@@ -20,6 +21,11 @@ class Attempt:
     finished_at: datetime | None = None
     error: dict | None = None
     running: bool = False
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this attempt was stopped by a cancel (no error of the task's)."""
+        return bool(self.error) and self.error.get("exception_class") == CANCELLED_CLASS
 
     @property
     def duration(self) -> timedelta | None:
@@ -48,7 +54,9 @@ def attempts(job: Job) -> list[Attempt]:
         for number, entry in enumerate(job.attempts or [], start=1)
     ]
     failed = getattr(job, "failed_execution", None)
-    if failed is not None and not (done and done[-1].error):
+    # A job cancelled before it ran was never attempted: the timeline says "Cancelled".
+    cancelled_unrun = failed is not None and failed.exception_class == CANCELLED_CLASS
+    if failed is not None and not (done and done[-1].error) and not cancelled_unrun:
         # A failure recorded outside a run (a dead worker's job) has no attempt entry.
         error = {"exception_class": failed.exception_class, "message": failed.message}
         error["traceback"] = failed.backtrace
@@ -79,6 +87,11 @@ def timeline(job: Job) -> list[Event]:
         events.append(Event(execution.created_at, waiting[type(execution).__name__]))
     if job.finished_at:
         events.append(Event(job.finished_at, _("Finished"), kind="finished"))
+    failed = getattr(job, "failed_execution", None)
+    cancelled = failed is not None and failed.exception_class == CANCELLED_CLASS
+    # Cancelled before it ran (a running one's last attempt says "cancelled" itself).
+    if cancelled and not (done and done[-1].cancelled):
+        events.append(Event(failed.created_at, _("Cancelled"), kind="cancelled"))
     return sorted(events, key=lambda event: event.at)
 
 
@@ -115,7 +128,12 @@ def _attempt_events(attempt: Attempt) -> list[Event]:
     events = (
         [Event(attempt.started_at, label, attempt.worker, "running")] if attempt.started_at else []
     )
-    if attempt.finished_at:
+    if attempt.finished_at and attempt.cancelled:
+        label = _("Attempt %(n)s cancelled") % {"n": attempt.number}
+        events.append(
+            Event(attempt.finished_at, label, attempt.error.get("message", ""), "cancelled")
+        )
+    elif attempt.finished_at:
         failed = attempt.error is not None
         label = _("Attempt %(n)s failed") if failed else _("Attempt %(n)s succeeded")
         detail = attempt.error.get("exception_class", "") if failed else ""

@@ -45,6 +45,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         failures = [attempt.number for attempt in attempts if attempt.error]
         context |= {
             "listing": adapter.listing_for(job),
+            "cancellation": adapter.cancellation_of(job),
             "arguments": adapter.display_arguments(job),
             "return_value": adapter.display_value(job.return_value),
             "timeline": adapter.timeline(job),

@@ -12,10 +12,15 @@ from django.utils import timezone
 from steady_queue.models import Job, Pause, Process, TaskRollup
 from steady_queue.models.task_rollup import hour_of
 from steady_queue.testing import dispatch_scheduled, run_ready_jobs
+from steady_queue_dashboard import adapter, error_groups
 from steady_queue_dashboard.adapter import timeline
 from steady_queue_dashboard.adapter.task_stats import WINDOWS, task_stats
 from steady_queue_dashboard.models import AuditEntry
-from tests.tasks import acceptance
+from tests.tasks import acceptance, cancelling
+from tests.tasks import dashboard as dashboard_tasks
+
+from .test_queries import BUDGET
+from .trust_helpers import confirm_form
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +123,98 @@ def test_a_retry_made_due_after_its_failure_still_shows_when_it_was_due(db):
     dispatch_scheduled(all_=True)
     labels = _timeline_labels(result.id)
     assert labels == ["Enqueued", "Attempt 1 started", "Attempt 1 failed", "Due", "Ready"]
+
+
+# Item 11: a cancelled job is cancelled, not failed, wherever the dashboard shows it.
+
+
+@pytest.fixture
+def outcomes(db) -> dict[str, int]:
+    """One job failed by its task, one cancelled before it ran, one cancelled while running."""
+    failed = dashboard_tasks.fail.enqueue("it broke").id
+    run_ready_jobs()
+    waiting = dashboard_tasks.record.using(queue_name="low").enqueue(1).id
+    Job.objects.get(pk=waiting).cancel()
+    running = cancelling.reports_progress.enqueue().id
+    run_ready_jobs()
+    return {"failed": int(failed), "waiting": int(waiting), "running": int(running)}
+
+
+def _listed(client, status: str, query: str = "") -> set[int]:
+    html = client.get(url("job-list", status) + query).content.decode()
+    return {int(pk) for pk in re.findall(r'id="job-row-(\d+)"', html)}
+
+
+def test_cancelled_jobs_have_their_own_list_tab_and_count_apart_from_failed(admin_client, outcomes):
+    assert _listed(admin_client, "failed") == {outcomes["failed"]}
+    assert _listed(admin_client, "cancelled") == {outcomes["waiting"], outcomes["running"]}
+    counts = adapter.status_counts()
+    assert (counts["failed"].value, counts["cancelled"].value) == (1, 2)
+    html = admin_client.get(url("job-list", "cancelled")).content.decode()
+    assert re.search(r'aria-current="page">Cancelled <span class="count">2</span>', html), html
+    overview = admin_client.get(url("overview")).content.decode()
+    assert "status-cancelled" in overview and "failed (1)" in overview
+
+
+def test_the_cancelled_list_filters_and_stays_within_its_query_budget(
+    admin_client, outcomes, django_assert_max_num_queries
+):
+    for n in range(10):
+        Job.objects.get(pk=dashboard_tasks.record.enqueue(n).id).cancel()
+    assert _listed(admin_client, "cancelled", "?queue=low") == {outcomes["waiting"]}
+    task = "tests.tasks.cancelling.reports_progress"
+    assert _listed(admin_client, "cancelled", f"?task={task}") == {outcomes["running"]}
+    with django_assert_max_num_queries(BUDGET["cancelled"]):
+        assert len(_listed(admin_client, "cancelled")) == 12
+
+
+def test_retry_and_discard_all_matching_act_on_exactly_the_cancelled_jobs_shown(
+    admin_client, outcomes
+):
+    asked = admin_client.post(url("jobs-retry", "cancelled"), {"scope": "all", "queue": "low"})
+    admin_client.post(url("jobs-retry", "cancelled"), confirm_form(asked.content.decode()))
+    states = {job.pk: job.state for job in Job.objects.with_execution()}
+    assert states == {
+        outcomes["failed"]: "failed",
+        outcomes["waiting"]: "ready",  # a cancelled job can still be run again
+        outcomes["running"]: "failed",
+    }
+    asked = admin_client.post(url("jobs-discard", "failed"), {"scope": "all"})
+    admin_client.post(url("jobs-discard", "failed"), confirm_form(asked.content.decode()))
+    assert set(Job.objects.values_list("pk", flat=True)) == {
+        outcomes["waiting"],
+        outcomes["running"],
+    }
+
+
+def test_a_cancelled_jobs_page_says_cancelled_when_and_by_whom_without_a_traceback(
+    admin_client, db
+):
+    pk = dashboard_tasks.record.enqueue(1).id
+    asked = admin_client.post(url("job-cancel", pk)).content.decode()
+    admin_client.post(url("job-cancel", pk), confirm_form(asked))
+    html = admin_client.get(url("job-detail", pk)).content.decode()
+    assert '<span class="badge state-cancelled">Cancelled</span>' in html
+    facts = re.search(r'<div class="wide cancellation">.*?</div>', html, re.DOTALL).group(0)
+    assert "by <strong>root</strong>" in facts and '<span class="muted">cancelled</span>' in facts
+    assert "Never attempted: it was cancelled before it ran." in html
+    assert "state-failed" not in html and "JobCancelled" not in html and "traceback" not in html
+
+
+def test_a_job_cancelled_while_running_shows_its_attempt_cancelled_not_a_traceback(
+    admin_client, outcomes
+):
+    html = admin_client.get(url("job-detail", outcomes["running"])).content.decode()
+    assert '<span class="badge state-cancelled">cancelled</span>' in html
+    assert "Attempt 1 cancelled" in html and "Attempt 1 failed" not in html
+    assert 'class="code traceback"' not in html and "Traceback (most recent" not in html
+    labels = _timeline_labels(outcomes["waiting"])
+    assert labels == ["Enqueued", "Cancelled"]
+
+
+def test_cancelled_jobs_are_no_error_group_and_no_failure_on_the_chart(admin_client, outcomes):
+    groups = error_groups.error_groups().groups
+    assert [group.exception_class for group in groups] == ["builtins.RuntimeError"]
+    now = timezone.now()
+    starts = [now - timedelta(minutes=5)]
+    assert sum(adapter.activity(starts, timedelta(minutes=10))["failed"].values()) == 1
