@@ -22,6 +22,8 @@ class Action:
     method: str
     statuses: tuple[str, ...]
     past_tense: str
+    # The status meant when none is given (None: --status is required).
+    default_status: str | None = None
 
     def check(self, selection: JobSelection, name: str) -> None:
         """Raise SelectionError unless ``selection`` names one status this action applies to."""
@@ -33,11 +35,14 @@ class Action:
 
 
 ACTIONS = {
-    "retry": Action("retry_all", ("failed",), "retried"),
+    # A cancelled job can be retried too (run again) or discarded, as failed ones.
+    "retry": Action("retry_all", ("failed", "cancelled"), "retried", default_status="failed"),
     "discard": Action(
-        "discard_all", ("pending", "scheduled", "blocked", "throttled", "failed"), "discarded"
+        "discard_all",
+        ("pending", "scheduled", "blocked", "throttled", "failed", "cancelled"),
+        "discarded",
     ),
-    "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
+    "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched", "scheduled"),
 }
 
 

@@ -9,8 +9,11 @@ from datetime import timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from ..exceptions import CANCELLED_CLASS
+
 # Each status the dashboard lists: the execution holding its jobs, and the time
 # --older-than compares (when the job entered that status, where it is recorded).
+# Cancelled jobs are failed executions of their own class: "failed" leaves them out.
 STATUSES: dict[str, tuple[str | None, str]] = {
     "pending": ("ready_execution", "ready_execution__created_at"),
     "scheduled": ("scheduled_execution", "created_at"),
@@ -19,6 +22,7 @@ STATUSES: dict[str, tuple[str | None, str]] = {
     "throttled": ("throttled_execution", "throttled_execution__created_at"),
     "waiting": ("waiting_execution", "waiting_execution__created_at"),
     "failed": ("failed_execution", "failed_execution__created_at"),
+    "cancelled": ("failed_execution", "failed_execution__created_at"),
     "finished": (None, "finished_at"),
 }
 
@@ -101,7 +105,11 @@ class JobSelection:
         execution = STATUSES[self.status][0]
         if execution is None:
             return Q(finished_at__isnull=False)
-        return Q(**{f"{execution}__isnull": False})
+        present = Q(**{f"{execution}__isnull": False})
+        cancelled = Q(failed_execution__exception_class=CANCELLED_CLASS)
+        if self.status == "cancelled":
+            return present & cancelled
+        return present & ~cancelled if self.status == "failed" else present
 
 
 def id_batches(jobs: QuerySet, size: int) -> Iterator[list[int]]:

@@ -109,7 +109,7 @@ def test_dispatch_makes_scheduled_jobs_ready(failed):
 
 
 def test_retry_refuses_other_statuses(failed):
-    with pytest.raises(CommandError, match="retry applies to failed jobs"):
+    with pytest.raises(CommandError, match="retry applies to failed or cancelled jobs"):
         jobs("retry", "--status", "pending")
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from django.core.management.base import BaseCommand, CommandError
 
+from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.ops import audit, jobs
 from steady_queue.ops.durations import argument as duration
 from steady_queue.ops.selection import STATUSES, JobSelection, SelectionError
@@ -75,9 +76,9 @@ class Command(BaseCommand):
             if options["action"] == "list":
                 return self._list(_selection(options), options["limit"])
             action = jobs.ACTIONS[options["action"]]
-            # retry and dispatch apply to one status: it need not be spelled out.
-            if options["status"] is None and len(action.statuses) == 1:
-                options["status"] = action.statuses[0]
+            # retry and dispatch mean failed and scheduled jobs unless told otherwise.
+            if options["status"] is None and action.default_status:
+                options["status"] = action.default_status
             selection = _selection(options)
             action.check(selection, options["action"])
         except SelectionError as exc:
@@ -170,5 +171,7 @@ def _selection(options: dict) -> JobSelection:
 def _row(job) -> str:
     failed = getattr(job, "failed_execution", None) if job.finished_at is None else None
     error = f"  {failed.exception_class}: {failed.message}"[:120] if failed else ""
+    cancelled = failed is not None and failed.exception_class == CANCELLED_CLASS
+    state = "cancelled" if cancelled else job.state
     enqueued = job.created_at.isoformat(timespec="seconds")
-    return f"{job.pk:>10}  {job.state:<9}  {job.queue_name:<12}  {job.task_path}  {enqueued}{error}"
+    return f"{job.pk:>10}  {state:<9}  {job.queue_name:<12}  {job.task_path}  {enqueued}{error}"
