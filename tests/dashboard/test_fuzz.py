@@ -49,13 +49,14 @@ numbers = st.integers(min_value=-(10**40), max_value=10**40).map(str)
 texts = st.text(max_size=30)
 special = st.sampled_from(
     ["NaN", "1e999", "-Infinity", "isnull=1", "²", "\x00", "9" * 40, "2026-13-45T99:99",
-     "2026-11-23T10:00", "all", "1", "true", "x=", "=", "%00", "../../", "<script>"]
+     "2026-11-23T10:00", "all", "1", "true", "x=", "=", "%00", "../../", "<script>",
+     "99999999999d", "3000000d", "9" * 400, "0001-01-01T00:00", "9999-12-31T23:59"]
 )  # fmt: skip
 values = st.one_of(texts, numbers, cursors, special)
 params = st.lists(st.tuples(st.sampled_from(FIELDS) | texts, values), max_size=6)
 keys = st.one_of(
     texts.filter(bool),
-    st.sampled_from(["default", "low", "mail/pause", "nightly/run", "a\x00b", "x/../y"]),
+    st.sampled_from(["default", "low", "mail/pause", "nightly/run", "a\x00b", "x/../y", "q" * 300]),
 )
 job_ids = st.one_of(st.integers(min_value=0, max_value=10**40), st.integers(1, 12))
 
