@@ -26,8 +26,8 @@ from .views import (
 
 
 class StatusConverter:
-    """A job status slug: pending, scheduled, in-progress, blocked, throttled, failed or
-    finished."""
+    """A job status slug: pending, scheduled, in-progress, blocked, throttled, waiting,
+    failed, cancelled or finished."""
 
     regex = "|".join(LISTINGS)
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.urls import reverse
 from django.utils import timezone
 
@@ -218,3 +221,10 @@ def test_cancelled_jobs_are_no_error_group_and_no_failure_on_the_chart(admin_cli
     now = timezone.now()
     starts = [now - timedelta(minutes=5)]
     assert sum(adapter.activity(starts, timedelta(minutes=10))["failed"].values()) == 1
+
+
+@pytest.mark.parametrize("days", ["3000000", "99999999999", "0", "soon"])
+def test_the_fill_command_refuses_a_span_of_days_no_date_holds_as_a_usage_error(db, days):
+    with pytest.raises(CommandError, match="is not a number of days from 1 to 36500"):
+        call_command("steady_queue_dashboard_fill", "--days", days, stdout=StringIO())
+    assert not Job.objects.exists()

@@ -14,6 +14,7 @@ the database (``INSERT ... SELECT`` with shifted ids, a transaction per copy), s
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -72,7 +73,9 @@ class Command(StatesFill, GroupsFill, BaseCommand):
         ]
         for name, default in sizes:
             parser.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
-        parser.add_argument("--days", type=int, default=7, help="spread finished jobs over")
+        parser.add_argument(
+            "--days", type=_days, default=7, help="spread finished jobs over (1 to 36500)"
+        )
         parser.add_argument("--batch-size", type=int, default=5_000)
         parser.add_argument("--seed", type=int, default=42)
         parser.add_argument(
@@ -243,3 +246,14 @@ def _analyze_statements(vendor: str) -> list[str]:
     if vendor == "mysql":
         return [f"ANALYZE TABLE {table}" for table in tables]
     return ["ANALYZE"]
+
+
+def _days(text: str) -> int:
+    """A span of days a date can go back (a larger one overflows): else a usage error."""
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= 36_500:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days from 1 to 36500.")
+    return days
