@@ -191,12 +191,13 @@ def test_retry_and_discard_all_matching_act_on_exactly_the_cancelled_jobs_shown(
 
 
 def test_a_cancelled_jobs_page_says_cancelled_when_and_by_whom_without_a_traceback(
-    admin_client, db
+    admin_client, db, django_assert_max_num_queries
 ):
     pk = dashboard_tasks.record.enqueue(1).id
     asked = admin_client.post(url("job-cancel", pk)).content.decode()
     admin_client.post(url("job-cancel", pk), confirm_form(asked))
-    html = admin_client.get(url("job-detail", pk)).content.decode()
+    with django_assert_max_num_queries(BUDGET["job"] + 1):  # + the audit entry, by its date
+        html = admin_client.get(url("job-detail", pk)).content.decode()
     assert '<span class="badge state-cancelled">Cancelled</span>' in html
     facts = re.search(r'<div class="wide cancellation">.*?</div>', html, re.DOTALL).group(0)
     assert "by <strong>root</strong>" in facts and '<span class="muted">cancelled</span>' in facts
