@@ -22,7 +22,7 @@ class Action:
     method: str
     statuses: tuple[str, ...]
     past_tense: str
-    # The status meant when none is given (None: --status is required).
+    # The status meant when none is given, for an action of several (None: required).
     default_status: str | None = None
 
     def check(self, selection: JobSelection, name: str) -> None:
@@ -42,7 +42,7 @@ ACTIONS = {
         ("pending", "scheduled", "blocked", "throttled", "failed", "cancelled"),
         "discarded",
     ),
-    "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched", "scheduled"),
+    "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
 }
 
 

@@ -76,8 +76,10 @@ class Command(BaseCommand):
             if options["action"] == "list":
                 return self._list(_selection(options), options["limit"])
             action = jobs.ACTIONS[options["action"]]
-            # retry and dispatch mean failed and scheduled jobs unless told otherwise.
-            if options["status"] is None and action.default_status:
+            # An action's one status (or its default: failed for retry) need not be spelled out.
+            if options["status"] is None and len(action.statuses) == 1:
+                options["status"] = action.statuses[0]
+            elif options["status"] is None:
                 options["status"] = action.default_status
             selection = _selection(options)
             action.check(selection, options["action"])
