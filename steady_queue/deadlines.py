@@ -281,7 +281,7 @@ def call_with_deadline(
             raise _ended_with(run) from exc
         raise
     finally:
-        if (delivered := _returned(run)) is not None:
+        if (delivered := _until_returned(run)) is not None:
             raise _ended_with(run).with_traceback(delivered.__traceback__) from None
     if run.expired is not None:  # it swallowed the interrupt and returned: still too late
         raise _ended_with(run)
@@ -303,6 +303,17 @@ def stop_watching(run: Run) -> None:
         run.returned = True
     run.ended.set()
     watchdog().forget(run)
+
+
+def _until_returned(run: Run) -> BaseException | None:
+    """``_returned``, again if an interrupt lands on its way in (before its own guard):
+    unmarked, the run would be interrupted again and again outside its task."""
+    delivered: BaseException | None = None
+    while True:
+        try:
+            return _returned(run) or delivered
+        except (TimeoutInterrupt, JobCancelled) as exc:
+            delivered = exc
 
 
 def _returned(run: Run) -> BaseException | None:
