@@ -88,6 +88,17 @@ def test_a_task_that_swallows_exceptions_stops_at_its_timeout_and_writes_no_more
     assert last_write <= parse_datetime(attempt["finished_at"]).timestamp()
 
 
+def test_a_task_that_swallows_the_interrupt_itself_still_ends_with_job_timeout(tmp_path):
+    writes = tmp_path / "writes"
+    result = tasks.swallows_everything.enqueue(str(writes), 1.0)
+    run_ready_jobs()  # it returns on its own, after 1 s: too late all the same
+    [attempt] = Job.objects.get(pk=result.id).attempts
+    assert failure_of(result).exception_class == TIMEOUT
+    assert Job.objects.get(pk=result.id).finished_at is None  # no success recorded
+    last_write = max(float(line) for line in writes.read_text().split())
+    assert last_write <= parse_datetime(attempt["finished_at"]).timestamp()
+
+
 def _run_ready_jobs_and_close() -> None:
     try:
         run_ready_jobs()

@@ -83,3 +83,17 @@ def swallows(path: str, seconds: float = 3.0) -> None:
 def sleeps_holding_a_slot(seconds: float) -> str:
     time.sleep(seconds)
     return "woke up"
+
+
+@timeout(timedelta(seconds=0.3))
+@task()
+def swallows_everything(path: str, seconds: float = 1.0) -> str:
+    """A bare except in a loop: the interrupt comes back, and the run still times out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            _append(path)
+            time.sleep(0.01)
+        except BaseException:  # what the test is about: it swallows even the interrupt
+            pass
+    return "returned"
