@@ -1,7 +1,7 @@
 """Enforce task timeouts: interrupt a run when its time is up, end its job if it won't stop.
 
 One watchdog thread per process keeps the deadlines of the runs that have a timeout.
-When a run's time is up it raises ``JobTimeout`` inside the run's thread (an
+When a run's time is up it raises ``TimeoutInterrupt`` inside the run's thread (an
 asynchronous exception, delivered at the thread's next Python instruction): a task
 in Python code stops there, its job fails with JobTimeout through the usual path, and
 the thread takes its next job. Async tasks are cancelled by ``asyncio.timeout``
@@ -9,17 +9,24 @@ instead (see ``perform``); a run on a worker's event loop is given an ``interrup
 (it cancels the run's asyncio task) that the watchdog calls instead of raising in a
 thread.
 
+The interrupt raised in a thread is ``TimeoutInterrupt``, a ``BaseException``: a task's
+``except Exception`` does not swallow it, and one swallowed anyway (a bare ``except``) is
+raised again every ``INTERRUPT_WAIT`` while the run goes on. Whatever the task does
+with it, the run ends with JobTimeout (an ``Exception``, for the retry policy).
+
 A thread inside a C call (``time.sleep``, a blocking read) does not see the exception
 until the call returns. If the run has not ended ``INTERRUPT_WAIT`` after its deadline,
-the watchdog ends the job itself, failed with JobTimeout and the thread's stack as it
-was, through ``ClaimedExecution.record`` (whoever takes the claim first records the
-outcome: the run's own late outcome then changes nothing). The worker gives the stuck
-thread up and starts another in its place (``on_abandon``), and recycles itself if
-the stuck thread is still there after ``steady_queue.timeout_grace``.
+the worker gives the thread up and starts another in its place (``on_abandon``), but
+the job keeps its claim: its concurrency slot is not handed on and no retry is made
+due while the thread may still run the task. The run records its JobTimeout itself
+once the call returns; a worker recycled past ``steady_queue.timeout_grace`` with the
+thread still stuck ends the job as it exits (``end_for``), with the thread's stack.
+A run on an event loop (``interrupt``) or not interruptible still has its job ended
+by the watchdog: nothing of the thread's can be given up there.
 
 The same goes for a running job whose cancellation was asked for and that did not stop
 within ``steady_queue.cancel_grace``: the worker asks ``cancel_after``, and the run is
-interrupted with ``JobCancelled``, or ended for it, failed for good.
+interrupted with ``JobCancelled`` (again while it runs on), failed for good.
 
 Never delivered late: the exception is raised only while the run's task is called,
 under a lock the run takes when the call returns, and a pending one is cleared then.
@@ -40,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import JobCancelled, JobTimeout
+from .exceptions import JobCancelled, JobTimeout, TimeoutInterrupt
 
 if TYPE_CHECKING:
     from .models import ClaimedExecution
@@ -74,6 +81,12 @@ class Run:
     returned: bool = False
     cancelling: bool = False
     ended: threading.Event = field(default_factory=threading.Event)
+    #: JobTimeout or JobCancelled once the watchdog interrupted the run: what it ends with.
+    expired: type[BaseException] | None = None
+    interrupted_at: float | None = None  # time.monotonic() of the first interrupt
+    #: The thread was given up (stuck); the job keeps its claim until the run ends.
+    held: bool = False
+    stack: str | None = None  # where the thread was when it was given up
 
 
 @dataclass(order=True)
@@ -150,40 +163,83 @@ class Watchdog(threading.Thread):
                     logger.exception("Could not end job %s in time", due.run.claimed.job_id)
 
     def _expire(self, run: Run, cancel: bool) -> None:
+        if run.interrupt is not None or not run.interruptible:
+            self._expire_elsewhere(run, cancel)
+            return
+        with run.lock:
+            if run.returned:
+                return
+            now = time.monotonic()
+            if run.expired is None:
+                run.expired, run.interrupted_at = (JobCancelled if cancel else JobTimeout), now
+            stuck = not run.held and now - run.interrupted_at >= INTERRUPT_WAIT
+            if stuck:
+                _give_up(run)
+            _raise_in(run.thread, JobCancelled if run.expired is JobCancelled else TimeoutInterrupt)
+        if stuck and self.on_abandon is not None:
+            self.on_abandon(run.thread, run)
+        # Again until the run ends: a swallowed interrupt, or one a C call kept from the
+        # thread, comes back at most INTERRUPT_WAIT later.
+        with self._condition:
+            self._push(time.monotonic() + INTERRUPT_WAIT, run, cancel=cancel)
+
+    def _expire_elsewhere(self, run: Run, cancel: bool) -> None:
+        """A run on an event loop (or not interruptible): interrupt it, else end its job."""
         with run.lock:
             if run.returned:
                 return
             if run.interrupt is not None:
                 run.interrupt(JobCancelled if cancel else JobTimeout)
-            elif run.interruptible:
-                _raise_in(run.thread, JobCancelled if cancel else JobTimeout)
         if run.ended.wait(INTERRUPT_WAIT):
             return  # it stopped, and records its own failure
-        self._end_for(run, cancel)
-
-    def _end_for(self, run: Run, cancel: bool) -> None:
-        from django.db import connections
-
-        from . import storage
-        from .models.claimed_finish import Failure
-
-        exc = cancel_error(run) if cancel else timeout_error(run)
-        frame = sys._current_frames().get(run.thread)
-        if frame is not None:
-            exc.add_note("Where the task was:\n" + "".join(traceback.format_stack(frame)))
-        try:
-            finished = storage.for_alias().finish(run.claimed, Failure(exc, final=cancel))
-        finally:
-            connections.close_all()  # this thread's own: it sleeps until the next deadline
-        if finished.recorded:
-            logger.warning(
-                "Job %s did not stop (%s); it failed with %s, its thread is given up",
-                run.claimed.job_id,
-                exc,
-                type(exc).__name__,
-            )
+        end_for(run, cancel)
         if self.on_abandon is not None:
             self.on_abandon(run.thread, run)
+
+
+def _give_up(run: Run) -> None:
+    frame = sys._current_frames().get(run.thread)
+    run.held = True
+    run.stack = "".join(traceback.format_stack(frame)) if frame is not None else None
+    logger.warning(
+        "Job %s did not stop when interrupted; its thread is given up and the job stays "
+        "claimed (its slot held, no retry) until the thread stops or the worker exits",
+        run.claimed.job_id,
+    )
+
+
+def end_for(run: Run, cancel: bool | None = None) -> None:
+    """End the job of a run that did not stop, failed with where its thread was.
+
+    ``cancel`` None: with what it was interrupted for (a timeout unless a cancel).
+    """
+    from django.db import connections
+
+    from . import storage
+    from .models.claimed_finish import Failure
+
+    cancel = run.expired is JobCancelled if cancel is None else cancel
+    exc = _with_stack(cancel_error(run) if cancel else timeout_error(run), run)
+    try:
+        finished = storage.for_alias().finish(run.claimed, Failure(exc, final=cancel))
+    finally:
+        connections.close_all()  # this thread's own: the watchdog sleeps until its next deadline
+    if finished.recorded:
+        logger.warning(
+            "Job %s did not stop (%s); it failed with %s",
+            run.claimed.job_id,
+            exc,
+            type(exc).__name__,
+        )
+
+
+def _with_stack(exc: BaseException, run: Run) -> BaseException:
+    stack = run.stack
+    if stack is None and (frame := sys._current_frames().get(run.thread)) is not None:
+        stack = "".join(traceback.format_stack(frame))
+    if stack is not None:
+        exc.add_note("Where the task was:\n" + stack)
+    return exc
 
 
 def timeout_error(run: Run) -> JobTimeout:
@@ -209,7 +265,9 @@ def call_with_deadline(
     """
     run = watchdog().watch(claimed, seconds, interruptible=interruptible)
     try:
-        return call()
+        value = call()
+    except TimeoutInterrupt as exc:
+        raise _ended_with(run).with_traceback(exc.__traceback__) from None
     except JobTimeout as exc:
         if not exc.args or exc.args == JobTimeout().args:
             exc.args = timeout_error(run).args  # raised by the watchdog: say which timeout
@@ -218,8 +276,25 @@ def call_with_deadline(
         if not exc.args:
             exc.args = cancel_error(run).args
         raise
+    except BaseException as exc:
+        if run.expired is not None:  # it swallowed the interrupt, then raised this
+            raise _ended_with(run) from exc
+        raise
     finally:
-        _returned(run)
+        if (delivered := _until_returned(run)) is not None:
+            raise _ended_with(run).with_traceback(delivered.__traceback__) from None
+    if run.expired is not None:  # it swallowed the interrupt and returned: still too late
+        raise _ended_with(run)
+    return value
+
+
+def _ended_with(run: Run) -> BaseException:
+    """What an interrupted run ends with: JobTimeout (or JobCancelled) and, if it was
+    given up on, where its thread was stuck."""
+    exc = cancel_error(run) if run.expired is JobCancelled else timeout_error(run)
+    if run.stack is not None:
+        exc.add_note("Where the task was:\n" + run.stack)
+    return exc
 
 
 def stop_watching(run: Run) -> None:
@@ -230,8 +305,22 @@ def stop_watching(run: Run) -> None:
     watchdog().forget(run)
 
 
-def _returned(run: Run) -> None:
-    """Mark the call returned, so that no interrupt comes later, and clear one pending."""
+def _until_returned(run: Run) -> BaseException | None:
+    """``_returned``, again if an interrupt lands on its way in (before its own guard):
+    unmarked, the run would be interrupted again and again outside its task."""
+    delivered: BaseException | None = None
+    while True:
+        try:
+            return _returned(run) or delivered
+        except (TimeoutInterrupt, JobCancelled) as exc:
+            delivered = exc
+
+
+def _returned(run: Run) -> BaseException | None:
+    """Mark the call returned, so that no interrupt comes later, and clear one pending.
+
+    Returns an interrupt delivered just now (it counts: the run was past its deadline).
+    """
     delivered: BaseException | None = None
     while True:
         try:
@@ -239,12 +328,11 @@ def _returned(run: Run) -> None:
                 run.returned = True
                 _clear_in(run.thread, None)
             break
-        except (JobTimeout, JobCancelled) as exc:  # delivered just now: it counts
+        except (TimeoutInterrupt, JobCancelled) as exc:
             delivered = exc
     run.ended.set()
     watchdog().forget(run)
-    if delivered is not None:
-        raise delivered
+    return delivered
 
 
 _watchdog: Watchdog | None = None

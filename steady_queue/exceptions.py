@@ -42,6 +42,15 @@ class JobTimeout(Exception):
         super().__init__(message)
 
 
+class TimeoutInterrupt(BaseException):
+    """Raised inside a task's thread when its run is past its timeout.
+
+    A ``BaseException``, so that a task's ``except Exception`` does not swallow it (a
+    swallowed one is raised again every 0.2 s while the run goes on). The run still
+    ends with ``JobTimeout``, an ``Exception``, for the task's retry policy to decide.
+    """
+
+
 class UnstorableOutcome(Exception):
     """A job's outcome the database refused to store; the job fails with this instead.
 

@@ -87,6 +87,10 @@ def _run(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: t
     if _lost_while_waiting(claimed):
         run.ended("lost")
         return None, storage.Finished(False)
+    if job.cancel_requested():
+        # Cancelled while it waited: a cancel that landed as its last run failed leaves
+        # it due for a retry. A cancelled job never runs again: it ends without running.
+        return _end_cancelled(claimed, _task_or_none(job), run, then_claim)
     try:
         task = task_for(job)
         if (room_at := job.admit_run()) is not None:
@@ -156,7 +160,15 @@ def _end_cancelled(
     failure = Failure(exc, final=True)
     finished = storage.for_alias().finish(claimed, failure, then_claim=then_claim)
     run.ended("failed" if finished.recorded else "lost")
-    return (_finished(claimed.job, task) if finished.recorded else None), finished
+    recorded = finished.recorded and task is not None
+    return (_finished(claimed.job, task) if recorded else None), finished
+
+
+def _task_or_none(job: Job):
+    try:
+        return task_for(job)
+    except Exception:  # a task that cannot be loaded: the job ends all the same
+        return None
 
 
 def _failure(job: Job, exc: BaseException) -> Failure:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from steady_queue import cancellation
 from steady_queue.compat import TaskResultStatus
@@ -18,6 +19,7 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
+from steady_queue.models.claimed_finish import Failure
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
 from tests.tasks import cancelling
@@ -150,3 +152,34 @@ def test_a_run_ignores_what_was_known_of_another_job_of_the_same_id():
     run_ready_jobs()
 
     assert Job.objects.get(pk=done.id).state == "finished"
+
+
+def test_a_cancel_that_lands_while_a_failure_is_recorded_is_not_lost():
+    # The run asked before the cancel landed; the finish re-reads it under the row's lock.
+    result = cancelling.raises_after_cancel.enqueue()  # a retry policy of 5 attempts
+    process = Process.register(kind="Worker", name="w", pid=1, hostname="h")
+    [claimed] = ReadyExecution.claim(["*"], 1, process)
+    assert not claimed.job.cancel_requested()  # what the failing run knows
+    assert Job.objects.filter(pk=result.id).cancel_all() == 1  # lands now
+
+    assert claimed.record(Failure(ValueError("the task's own error")))
+
+    failed = FailedExecution.objects.get(job_id=result.id)
+    assert failed.exception_class == CANCELLED
+    assert "ValueError: the task's own error" in failed.backtrace  # the cause, kept
+    assert not ScheduledExecution.objects.exists()  # no retry
+    [attempt] = Job.objects.get(pk=result.id).attempts
+    assert attempt["error"]["exception_class"] == CANCELLED
+
+
+def test_a_due_job_whose_cancel_was_requested_fails_when_claimed_without_running():
+    # What a cancel that lost the race against a retry's scheduling leaves: due, cancelled.
+    result = tasks.noop.enqueue()
+    Job.objects.filter(pk=result.id).update(cancel_requested_at=timezone.now())
+
+    run_ready_jobs()
+
+    job = Job.objects.get(pk=result.id)
+    assert error_of(result) == CANCELLED
+    assert job.finished_at is None and job.return_value is None  # it never ran
+    assert not ReadyExecution.objects.exists() and not ClaimedExecution.objects.exists()

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
 import pytest
+from django.db import connections
+from django.utils.dateparse import parse_datetime
 
 import steady_queue
+from steady_queue import deadlines
 from steady_queue.compat import TaskResultStatus
-from steady_queue.models import FailedExecution, Job, ReadyExecution, ScheduledExecution
+from steady_queue.models import (
+    BlockedExecution,
+    ClaimedExecution,
+    FailedExecution,
+    Job,
+    ReadyExecution,
+    ScheduledExecution,
+)
 from steady_queue.testing import run_ready_jobs
 from steady_queue.timeouts import seconds_for, timeout
 from tests.tasks import timing_out as tasks
@@ -35,16 +46,79 @@ def test_a_task_in_python_code_is_interrupted_where_it_is():
     assert "in spins" in failed.backtrace  # where it was
 
 
-def test_a_task_stuck_in_a_c_call_has_its_job_ended_for_it_with_where_it_was():
-    result = tasks.sleeps.enqueue(3.0)
-    run_ready_jobs()  # returns once time.sleep does; the job ended long before
+def test_a_task_stuck_in_a_c_call_ends_when_the_call_returns_with_where_it_was():
+    result = tasks.sleeps.enqueue(1.5)
+    run_ready_jobs()  # returns once time.sleep does: the job ends then, not before
     failed = failure_of(result)
     assert failed.exception_class == TIMEOUT
     assert "Where the task was" in failed.backtrace and "time.sleep" in failed.backtrace
-    ended = Job.objects.get(pk=result.id).attempts[0]
+    [ended] = Job.objects.get(pk=result.id).attempts
     assert ended["error"]["exception_class"] == TIMEOUT
-    assert failed.created_at.timestamp() - _started(ended) < 2.0  # ended about 0.7 s in
-    assert len(Job.objects.get(pk=result.id).attempts) == 1  # the late return changed nothing
+    assert failed.created_at.timestamp() - _started(ended) >= 1.5  # once the thread stopped
+
+
+def test_a_stuck_run_keeps_its_slot_and_its_claim_while_its_thread_lives():
+    stuck = tasks.sleeps_holding_a_slot.enqueue(3.0)
+    waiting = tasks.sleeps_holding_a_slot.enqueue(0.0)  # same key, to=1: blocked
+    runner = threading.Thread(target=_run_ready_jobs_and_close)
+    runner.start()
+    try:
+        wait_for(lambda: _given_up_or_ended(stuck.id), what="the stuck thread to be given up")
+        assert ClaimedExecution.objects.filter(job_id=stuck.id).exists()  # still running
+        assert BlockedExecution.objects.filter(job_id=waiting.id).exists()  # no slot for it
+        assert not FailedExecution.objects.filter(job_id=stuck.id).exists()
+    finally:
+        runner.join(10)
+    # Once its thread stopped: failed with JobTimeout, under its policy; the slot handed on.
+    assert failure_of(stuck).exception_class == TIMEOUT
+    assert Job.objects.get(pk=waiting.id).finished_at is not None
+
+
+def test_a_task_that_swallows_exceptions_stops_at_its_timeout_and_writes_no_more(tmp_path):
+    writes = tmp_path / "writes"
+    result = tasks.swallows.enqueue(str(writes), 3.0)
+    started = time.monotonic()
+    run_ready_jobs()
+    assert time.monotonic() - started < 2  # not the task's own 3 s
+    job = Job.objects.get(pk=result.id)
+    [attempt] = job.attempts
+    assert attempt["error"]["exception_class"] == TIMEOUT  # for its retry policy
+    assert ScheduledExecution.objects.filter(job_id=result.id).exists()  # the retry, later
+    last_write = max(float(line) for line in writes.read_text().split())
+    assert last_write <= parse_datetime(attempt["finished_at"]).timestamp()
+
+
+def test_a_task_that_swallows_the_interrupt_itself_still_ends_with_job_timeout(tmp_path):
+    writes = tmp_path / "writes"
+    result = tasks.swallows_everything.enqueue(str(writes), 1.0)
+    run_ready_jobs()  # it returns on its own, after 1 s: too late all the same
+    [attempt] = Job.objects.get(pk=result.id).attempts
+    assert failure_of(result).exception_class == TIMEOUT
+    assert Job.objects.get(pk=result.id).finished_at is None  # no success recorded
+    last_write = max(float(line) for line in writes.read_text().split())
+    assert last_write <= parse_datetime(attempt["finished_at"]).timestamp()
+
+
+def _run_ready_jobs_and_close() -> None:
+    try:
+        run_ready_jobs()
+    finally:
+        connections.close_all()  # this thread's own
+
+
+def _given_up_or_ended(job_id: int) -> bool:
+    run = deadlines.watchdog()._runs.get(int(job_id))
+    given_up = run is not None and getattr(run, "held", False)
+    return given_up or FailedExecution.objects.filter(job_id=job_id).exists()
+
+
+def wait_for(condition, *, what: str, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_an_async_task_is_cancelled():
@@ -90,6 +164,4 @@ def test_bad_timeouts_are_refused_when_declared(duration, error):
 
 
 def _started(attempt: dict) -> float:
-    from django.utils.dateparse import parse_datetime
-
     return parse_datetime(attempt["started_at"]).timestamp()

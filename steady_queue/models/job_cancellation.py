@@ -67,6 +67,13 @@ class CancellableQuerySet(models.QuerySet):
         return cancelled
 
 
+def cancelled_by(cause: BaseException | None = None) -> JobCancelled:
+    """The error of a run that ended after its job's cancel was asked for."""
+    exc = JobCancelled("cancelled while running")
+    exc.__cause__ = cause
+    return exc
+
+
 def cancellation_error() -> dict[str, str]:
     """The stored error of a job cancelled before it started (no traceback: it never ran)."""
     kind = JobCancelled

@@ -100,13 +100,31 @@ class Failure(Outcome):
     final: bool = False
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
-        job = claimed.job
+        job, final = claimed.job, self.final
+        if not final and _cancel_requested_now(job):
+            # A cancel that landed while this run failed: no retry, whatever the policy.
+            from .attempt import error_details
+            from .job_cancellation import cancelled_by
+
+            attempt = dataclasses.replace(attempt, error=error_details(cancelled_by(self.exc)))
+            final = True
         job.attempts = [*job.attempts, attempt.to_dict()]
         job.save(update_fields=["attempts", "updated_at"])
-        if self.final:
+        if final:
             job.fail(attempt.error)
             return "failed"
         return "retried" if job.fail_or_retry(self.exc, attempt.error) else "failed"
+
+
+def _cancel_requested_now(job: Job) -> bool:
+    """Whether the job's cancel was asked for, read under a lock on its row.
+
+    Inside the finish's transaction: a cancel writing the row now is waited for, so
+    that it is either seen here or finds the job ended (and the claim path fails a job
+    whose cancel was asked for: it never runs again).
+    """
+    rows = type(job).objects.filter(pk=job.pk).select_for_update()
+    return rows.values_list("cancel_requested_at", flat=True).first() is not None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -73,6 +73,9 @@ class Worker(RecyclingWorker, Poller):
         self._claims_paused = False
         self.jobs_run = 0
         self._stuck = StuckThreads()
+        # Runs whose stuck thread was given up while their job keeps its claim (its slot
+        # held, no retry due): they end when the thread stops, or as this worker exits.
+        self._held: dict[int, deadlines.Run] = {}
         self._cancellations = Cancellations()
         # Jobs handed to threads so far, and claims the main loop is making: with
         # recycle_after_jobs, together with _claiming they never pass the bound.
@@ -188,6 +191,17 @@ class Worker(RecyclingWorker, Poller):
             self.pool.join(timeout=1.0)
             if self.async_slots is not None:
                 self.async_slots.join(timeout=1.0)
+        self._end_held_jobs()
+
+    def _end_held_jobs(self) -> None:
+        """Fail the jobs of given-up threads still stuck: the process exits right after."""
+        with self._lock:
+            held, self._held = list(self._held.values()), {}
+        for run in held:
+            try:
+                deadlines.end_for(run)
+            except Exception:
+                logger.exception("Could not end job %s, stuck past its timeout", run.claimed.job_id)
 
     def _hand_out(self, claimed: list[ClaimedExecution]) -> None:
         """Give each claimed job a free slot of the loop (async) or an idle thread.
@@ -261,6 +275,7 @@ class Worker(RecyclingWorker, Poller):
             self._count_job()
             with self._claims:
                 self._running.discard(claimed.job_id)
+                self._held.pop(claimed.job_id, None)
                 if following is not None:
                     self._running.add(following.job_id)
                     self._started += 1
@@ -278,11 +293,17 @@ class Worker(RecyclingWorker, Poller):
         return ran
 
     def _abandoned(self, thread: int, run: deadlines.Run) -> None:
-        """The watchdog ended a job whose thread is stuck: replace the thread, carry on."""
+        """A job's thread (or the loop) is stuck past its timeout: replace it, carry on.
+
+        A thread's job keeps its claim (``run.held``) until the thread stops: recycling
+        then waits for the worker's other jobs only, and ends it as the worker exits.
+        """
         slots = self.async_slots
         if self.pool.abandon(thread) or (slots is not None and slots.abandon(run)):
             with self._lock:
                 self._running.discard(run.claimed.job_id)
+                if run.held and not run.ended.is_set():
+                    self._held[run.claimed.job_id] = run
             self._stuck.add(thread)
             self.wake_up()
 
@@ -358,7 +379,9 @@ class Worker(RecyclingWorker, Poller):
         # of it would otherwise stay claimed, unrun, until this worker stops.
         with self._no_new_claims():
             mine = ClaimedExecution.objects.filter(process_id=self.process.pk)
-            lost = mine.exclude(job_id__in=self.running_job_ids)
+            with self._lock:
+                ours = self._running | set(self._held)
+            lost = mine.exclude(job_id__in=ours)
             if released := ClaimedExecution.release_all(lost):
                 logger.warning("%s released %d claimed jobs it had lost track of", self, released)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db.models import Q
+from django.utils.dateparse import parse_datetime
 
 from steady_queue.models import (
     BlockedExecution,
@@ -43,6 +44,8 @@ class Figures:
     not_completed: int = 0  # at-least-once jobs that did not end successfully
     limit_violations: int = 0
     late_starts: int = 0  # runs a frozen (pruned) worker began after it froze
+    late_writes: int = 0  # a task's writes outside every attempt of its job (timeouts)
+    slot_overlaps: int = 0  # starts while another run held a to=1 slot (timeouts)
     left_claimed: int = 0
     orphan_seconds: float = 0.0  # the longest wait for a killed supervisor's children
     seconds: float = 0.0
@@ -67,7 +70,8 @@ class Figures:
             f"{self.scenario}: jobs={self.jobs} kills={self.kills} restarts={self.restarts} "
             f"freezes={self.freezes} lost={self.lost} run_twice={self.run_twice} "
             f"not_completed={self.not_completed} limit_violations={self.limit_violations} "
-            f"late_starts={self.late_starts} left_claimed={self.left_claimed} "
+            f"late_starts={self.late_starts} late_writes={self.late_writes} "
+            f"slot_overlaps={self.slot_overlaps} left_claimed={self.left_claimed} "
             f"orphans_gone_in={self.orphan_seconds:.1f}s seconds={self.seconds:.1f}"
         )
 
@@ -106,7 +110,10 @@ class Record:
         for label, event, pid, thread, at, key in self._rows():
             if event == "start":
                 open_runs[(label, pid, thread)] = (at, key)
-            elif (started := open_runs.pop((label, pid, thread), None)) is not None:
+            elif (
+                event == "end"
+                and (started := open_runs.pop((label, pid, thread), None)) is not None
+            ):
                 runs.append(Run(label, started[1], pid, started[0], at))
         runs += [Run(label, key, pid, at, None) for (label, pid, _), (at, key) in open_runs.items()]
         return runs
@@ -279,6 +286,58 @@ def limit_violations(
             if change > 0 and running > LIMIT and label not in released:
                 violations.append(f"{label} started with {running - 1} others on {key} at {at}")
     return violations
+
+
+def check_timeouts(figures: Figures, record: Record) -> Figures:
+    """Timeouts of tasks that swallow exceptions: no write outside the job's attempts (none
+    after it failed for good, none between an attempt's end and its retry), and no two
+    holders of a ``to=1`` slot at once, from the first to the last row each run wrote."""
+    attempts: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for arguments, tried in Job.objects.values_list("arguments", "attempts"):
+        for attempt in tried:
+            start, end = (parse_datetime(attempt[k]) for k in ("started_at", "finished_at"))
+            attempts[arguments["args"][0]].append((start.timestamp(), end.timestamp()))
+    rows = [row for row in record._rows() if row[5]]  # the runs of a concurrency key
+    late = [
+        (label, at)
+        for label, _, _, _, at, _ in rows
+        if not any(start <= at <= end for start, end in attempts[label])
+    ]
+    if late:
+        figures.problems.append(f"{len(late)} writes outside their job's attempts: {late[:5]}")
+    figures.late_writes = len(late)
+    overlaps = slot_overlaps(rows)
+    if overlaps:
+        figures.problems.append(f"to=1 slots held twice at once: {overlaps[:5]}")
+    figures.slot_overlaps = len(overlaps)
+    return figures
+
+
+def slot_overlaps(rows: list[tuple]) -> list[str]:
+    """Runs that started while another run of their key (to=1) was still writing."""
+    spans, open_spans = [], {}
+    for label, event, pid, thread, at, key in rows:
+        ident = (label, pid, thread)
+        if event == "start":
+            if ident in open_spans:
+                spans.append(open_spans.pop(ident))
+            open_spans[ident] = [key, label, at, at]
+        elif ident in open_spans:
+            open_spans[ident][3] = at
+            if event == "end":
+                spans.append(open_spans.pop(ident))
+    spans += open_spans.values()
+    by_key: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+    for key, label, start, end in spans:
+        by_key[key] += [(start, 1, label), (end, -1, label)]
+    overlaps = []
+    for key, events in by_key.items():
+        holding = 0
+        for at, change, label in sorted(events):
+            holding += change
+            if change > 0 and holding > 1:
+                overlaps.append(f"{label} started beside another holder of {key} at {at}")
+    return overlaps
 
 
 def children_of(pid: int) -> list[int]:

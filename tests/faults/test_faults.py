@@ -160,3 +160,35 @@ def test_unstorable_outcomes_raising_receivers_and_base_exceptions(fleet):
     for label in ("uns-raise-nul-0", "base-cancelled-0", "base-abort-0", "receiver-0"):
         job = next(j for j in Job.objects.all() if j.arguments["args"][0] == label)
         assert job.finished_at is None and FailedExecution.objects.filter(job=job).exists(), label
+
+
+def test_timeouts_of_tasks_that_swallow_exceptions(fleet):
+    """README "Timeouts": a task's ``except Exception`` does not keep it running past its
+    timeout, and a thread stuck in a C call keeps its job's slot until it stops: no write
+    after its job ended (for good, or until its retry), no two holders of a to=1 slot."""
+    calls = [
+        (tasks.swallows_its_timeout, [f"swallow-{n}", f"slot-{n % 4}", n % 3 == 0], {})
+        for n in range(24)
+    ]
+    calls += [(tasks.at_most_once, [f"amo-{n}", 0.01], {}) for n in range(60)]
+    random.shuffle(calls)
+    enqueue_all(calls)
+    fleet.start()
+    settled = harness.settle(120)
+    figures = harness.check(fleet.figures, fleet.record, deaths=fleet.deaths)
+    harness.check_timeouts(figures, fleet.record)
+    # The swallowing jobs run twice by their retry policy: only the others count.
+    figures.problems = [p for p in figures.problems if "at-most-once jobs run twice" not in p]
+    twice = [label for label, n in fleet.record.starts().items() if label[:3] == "amo" and n > 1]
+    figures.run_twice = len(twice)
+    if twice:
+        figures.problems.append(f"at-most-once jobs run twice: {twice[:10]}")
+    if not settled:
+        figures.problems.insert(0, "jobs stranded: none ended for 20 s, or past the deadline")
+    assert not figures.problems, f"{figures.line()}\n" + "\n".join(figures.problems)
+    swallowed = Job.objects.filter(task_path__endswith="swallows_its_timeout")
+    assert {len(job.attempts) for job in swallowed} == {2}
+    failures = FailedExecution.objects.filter(job__in=swallowed)
+    assert set(failures.values_list("exception_class", flat=True)) == {
+        "steady_queue.exceptions.JobTimeout"
+    }

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from steady_queue.models import FailedExecution, Job, Process
+from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process
 from tests.processes.conftest import finished_count, wait_until
 from tests.tasks import timing_out as tasks
 
@@ -31,23 +31,24 @@ def test_a_task_in_python_code_times_out_and_its_thread_takes_the_next_job(start
     assert supervisor.wait() == 0
 
 
-def test_a_task_stuck_in_a_c_call_is_ended_its_thread_replaced_and_its_worker_recycled(
+def test_a_task_stuck_in_a_c_call_keeps_its_claim_its_thread_replaced_and_its_worker_recycled(
     start_supervisor,
 ):
     supervisor = start_supervisor("ONE_THREAD", children=1, SQ_TIMEOUT_GRACE="2")
     first = supervisor.children(Process.Kind.WORKER)[0]
     stuck = tasks.sleeps.enqueue(60.0)
-
-    failed = wait_until(
-        lambda: FailedExecution.objects.filter(job_id=stuck.id).first(),
-        timeout=5,
-        what="the stuck job to end with JobTimeout",
+    wait_until(
+        lambda: ClaimedExecution.objects.filter(job_id=stuck.id).exists(),
+        timeout=10,
+        what="the stuck job to start",
     )
-    assert failed.exception_class == TIMEOUT and "time.sleep" in failed.backtrace
     # One thread, and it is stuck: only its replacement can run this.
     after = tasks.quick.enqueue()
     wait_until(lambda: finished_count() == 1, timeout=10, what="a job on the replacement thread")
     assert Job.objects.get(pk=after.id).attempts[0]["worker_id"] == first.name
+    # While its thread lives, the stuck job keeps its claim: no slot handed on, no retry.
+    assert ClaimedExecution.objects.filter(job_id=stuck.id).exists()
+    assert not FailedExecution.objects.filter(job_id=stuck.id).exists()
 
     replacement = wait_until(
         lambda: [w for w in supervisor.children(Process.Kind.WORKER) if w.pk != first.pk],
@@ -57,6 +58,9 @@ def test_a_task_stuck_in_a_c_call_is_ended_its_thread_replaced_and_its_worker_re
     assert replacement.metadata["replaced"]["reason"] == (
         "recycled with a job stuck past its timeout"
     )
-    assert len(Job.objects.get(pk=stuck.id).attempts) == 1  # ended once, never run again
+    # Ended as the recycled worker exited, with where the thread was, and never run again.
+    failed = FailedExecution.objects.get(job_id=stuck.id)
+    assert failed.exception_class == TIMEOUT and "time.sleep" in failed.backtrace
+    assert len(Job.objects.get(pk=stuck.id).attempts) == 1
     supervisor.send(signal.SIGTERM)
     assert supervisor.wait() == 0

@@ -18,6 +18,7 @@ from datetime import timedelta
 from steady_queue.compat import task
 from steady_queue.concurrency import limits_concurrency
 from steady_queue.retries import retry_policy
+from steady_queue.timeouts import timeout
 
 # Built inside the task: as arguments, PostgreSQL would refuse them at enqueue already.
 UNSTORABLE = {"nul": "nul \x00 byte", "surrogate": "file-\udcff.txt"}  # os.fsdecode(b"\xff")
@@ -92,3 +93,27 @@ def raises_base_exception(label: str) -> None:
 def behind_a_raising_receiver(label: str) -> str:
     """Its ``task_started`` receiver (tests/faults/settings.py) raises before it runs."""
     return _run(label, 0)
+
+
+@retry_policy(attempts=2, base_delay=timedelta(0), jitter=0)
+@limits_concurrency(key=lambda label, key, stuck: key, to=1)
+@timeout(timedelta(seconds=0.3))
+@task()
+def swallows_its_timeout(label: str, key: str, stuck: bool) -> None:
+    """Catches every Exception in a loop that writes, for 2 s, past its 0.3 s timeout.
+
+    ``stuck``: each round sleeps in a C call past the deadline first, so that its worker
+    gives the thread up before the call returns. Its writes and its ``end`` (written on
+    the way out, however the run stops) show how long it really held its slot.
+    """
+    record(label, "start", key)
+    deadline = time.monotonic() + 2.0
+    try:
+        while time.monotonic() < deadline:
+            try:
+                time.sleep(0.8 if stuck else 0.005)
+                record(label, "write", key)
+            except Exception:
+                pass
+    finally:
+        record(label, "end", key)

@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 from steady_queue.compat import task
+from steady_queue.concurrency import limits_concurrency
 from steady_queue.retries import retry_policy
 from steady_queue.timeouts import timeout
 
@@ -55,3 +56,44 @@ def quick() -> str:
 def undeclared(seconds: float) -> str:
     time.sleep(seconds)
     return "done"
+
+
+def _append(path: str) -> None:
+    with open(path, "a") as out:
+        out.write(f"{time.time()}\n")
+
+
+@retry_policy(attempts=3, base_delay=timedelta(seconds=30))
+@timeout(timedelta(seconds=0.3))
+@task()
+def swallows(path: str, seconds: float = 3.0) -> None:
+    """Catches every Exception in a loop that writes: its timeout must stop it all the same."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            _append(path)
+            time.sleep(0.01)
+        except Exception:
+            pass
+
+
+@limits_concurrency(key=lambda seconds: "stuck", to=1)
+@timeout(timedelta(seconds=0.3))
+@task()
+def sleeps_holding_a_slot(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke up"
+
+
+@timeout(timedelta(seconds=0.3))
+@task()
+def swallows_everything(path: str, seconds: float = 1.0) -> str:
+    """A bare except in a loop: the interrupt comes back, and the run still times out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            _append(path)
+            time.sleep(0.01)
+        except BaseException:  # what the test is about: it swallows even the interrupt
+            pass
+    return "returned"
