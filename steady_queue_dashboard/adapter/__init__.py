@@ -8,7 +8,7 @@ modules split it by subject; import from the package itself.
 
 from .actions import Outcome, act_on_job, act_on_jobs
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
-from .concurrency import ConcurrencyKey, concurrency_keys, release_next_blocked
+from .concurrency import ConcurrencyKey, concurrency_keys, next_blocked_job, release_next_blocked
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_queries import (
     Tally,
@@ -41,6 +41,7 @@ from .recurring import (
     run_recurring_task,
     set_recurring_enabled,
 )
+from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
 from .workflows import (
@@ -67,11 +68,13 @@ __all__ = [
     "Event",
     "Health",
     "JobRateLimit",
+    "KeySlots",
     "Outcome",
     "ProcessNode",
     "Queue",
     "RateLimitWindow",
     "RateLimitWindows",
+    "ReleaseOutcome",
     "RunRow",
     "RunSteps",
     "StepLinks",
@@ -87,6 +90,7 @@ __all__ = [
     "batch_jobs",
     "batch_rows",
     "batches",
+    "blocked_keys",
     "capped_count",
     "concurrency_keys",
     "display_arguments",
@@ -97,7 +101,9 @@ __all__ = [
     "find_recurring_task",
     "find_run",
     "jobs",
+    "key_slots",
     "listing_for",
+    "next_blocked_job",
     "pause_queue",
     "process_health",
     "process_tree",
@@ -109,6 +115,7 @@ __all__ = [
     "rate_limit_windows",
     "recurring_runs",
     "recurring_tasks",
+    "release_job",
     "release_next_blocked",
     "resume_queue",
     "run_recurring_task",
