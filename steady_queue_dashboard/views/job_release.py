@@ -67,7 +67,9 @@ def release_jobs(request: HttpRequest, status: str) -> HttpResponse:
     selected = jobs.matching().filter(pk__in=ids)
     target = _("%(status)s jobs %(ids)s") % {"status": status, "ids": _shown(ids)}
     scope = {"ids": ids}
-    return _release_bulk(request, jobs, selected, target, scope, [("ids", pk) for pk in ids])
+    force = _may_force(request, jobs, selected, scope)
+    hidden = [("ids", pk) for pk in ids]
+    return _release_bulk(request, jobs, selected, target, scope, hidden, force)
 
 
 def _release_matching(request: HttpRequest, jobs: JobList, fallback: str) -> HttpResponse:
@@ -81,7 +83,10 @@ def _release_matching(request: HttpRequest, jobs: JobList, fallback: str) -> Htt
         "total": [total.value, total.capped],
     }
     hidden = [*jobs.filter_params, ("scope", "all")]
-    if not _forcing(request) and not confirmation.confirmed(request, **facts):
+    scope = {"filters": jobs.filter_params}
+    # The signed force step stands for this one; an unsigned force asks it again.
+    forced = _may_force(request, jobs, jobs.matching(), scope)
+    if not forced and not confirmation.confirmed(request, **facts):
         context = {
             "action": "release",
             "listing": jobs.listing,
@@ -93,17 +98,16 @@ def _release_matching(request: HttpRequest, jobs: JobList, fallback: str) -> Htt
             "changed": confirmation.attempted(request),
         }
         return _render(request, "confirm.html", "_confirm.html", context)
-    scope = {"filters": jobs.filter_params}
-    return _release_bulk(request, jobs, jobs.matching(), described, scope, hidden)
+    return _release_bulk(request, jobs, jobs.matching(), described, scope, hidden, forced)
 
 
-def _release_bulk(request, jobs: JobList, chosen, target: str, scope: dict, hidden: list):
-    """Release ``chosen`` (into free slots, or over the limit once that step is signed)."""
+def _release_bulk(
+    request, jobs: JobList, chosen, target: str, scope: dict, hidden: list, force: bool
+) -> HttpResponse:
+    """Release ``chosen``: into free slots, or over the limit (``force``: the step was signed)."""
     status = jobs.listing.status
-    facts = {"action": FORCE, "status": status, **scope}
+    facts = _force_facts(jobs, scope)
     blocked = chosen.filter(blocked_execution__isnull=False)
-    # Signed with the count it showed: more jobs blocked since are asked about again.
-    force = _forcing(request) and confirmation.confirmed(request, **facts, left=_count(blocked))
     outcome = adapter.act_on_jobs(FORCE if force else "release", chosen)
     link = instances.url("job-list", status)
     query = urlencode(jobs.filter_params)
@@ -149,9 +153,20 @@ def _render(request: HttpRequest, page: str, fragment: str, context: dict) -> Ht
     return response
 
 
-def _count(blocked) -> list:
-    tally = adapter.capped_count(blocked)
-    return [tally.value, tally.capped]
+def _force_facts(jobs: JobList, scope: dict) -> dict:
+    return {"action": FORCE, "status": jobs.listing.status, **scope}
+
+
+def _may_force(request: HttpRequest, jobs: JobList, chosen, scope: dict) -> bool:
+    """Whether the POST carries the force step signed for these jobs and their count.
+
+    Signed with the count it showed: more jobs blocked since are asked about again.
+    """
+    if not _forcing(request):
+        return False
+    tally = adapter.capped_count(chosen.filter(blocked_execution__isnull=False))
+    left = [tally.value, tally.capped]
+    return confirmation.confirmed(request, **_force_facts(jobs, scope), left=left)
 
 
 def _forcing(request: HttpRequest) -> bool:

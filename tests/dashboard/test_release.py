@@ -178,8 +178,16 @@ def test_a_bulk_force_is_asked_again_when_more_jobs_are_blocked_since(admin_clie
         url("jobs-release", "blocked"), hidden_fields(page.content.decode(), FORCE_FORM)
     )
 
-    assert again.status_code == 200 and "nothing ran over the limit" in again.content.decode()
+    assert again.status_code == 200 and "changed since you were asked" in again.content.decode()
     assert (state(jobs.blocked), state(later)) == ("blocked", "blocked")
+
+
+def test_an_unsigned_force_on_all_matching_only_asks_for_confirmation(admin_client, jobs):
+    freed, _ = second_key_blocked()
+    response = admin_client.post(url("jobs-release", "blocked"), {"scope": "all", "force": "1"})
+    assert response.status_code == 200 and "Release 2 jobs" in response.content.decode()
+    assert (state(freed), state(jobs.blocked)) == ("blocked", "blocked")
+    assert not AuditEntry.objects.exists()
 
 
 def test_the_release_page_reads_a_bounded_number_of_queries(
