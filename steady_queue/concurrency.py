@@ -10,10 +10,15 @@ from typing import Any, Literal
 import steady_queue
 
 from .compat import Task
-from .task_options import TaskOptions, key_text
+from .task_options import TaskOptions, key_text, stored_key
 
 # Task module path -> its limit; filled when the task's module is imported.
 _registry: TaskOptions[ConcurrencyLimit] = TaskOptions()
+
+#: The longest full key kept as it is (``Job.concurrency_key`` and ``Semaphore.key`` hold
+#: 255): keys that fit were always stored verbatim, and the semaphores of jobs enqueued
+#: before digests came in must keep matching those enqueued after.
+KEY_LENGTH = 255
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,9 +34,16 @@ class ConcurrencyLimit:
         return self.duration or steady_queue.default_concurrency_control_period
 
     def key_for(self, args: list | tuple, kwargs: dict) -> str:
-        """Return the full semaphore key for a call: ``group/key``."""
+        """Return the full semaphore key for a call: ``group/key``.
+
+        A key too long for the column, or spelled like a digest, becomes
+        ``group/sha256:…``; with a group too long for even that, the digest of the
+        whole (which, having no ``/``, meets no other key).
+        """
         value = self.key(*args, **kwargs) if callable(self.key) else self.key
-        return f"{self.group}/{key_text(value)}"
+        room = KEY_LENGTH - len(self.group) - 1
+        full = f"{self.group}/{stored_key(key_text(value), room)}"
+        return full if len(full) <= KEY_LENGTH else stored_key(full, 0)
 
 
 def limits_concurrency(

@@ -24,7 +24,7 @@ from typing import Any
 
 from .compat import Task
 from .exceptions import RateLimitKeyError
-from .task_options import TaskOptions, key_text
+from .task_options import TaskOptions, key_text, stored_key
 
 # Task module path -> its limit; filled when the task's module is imported.
 _registry: TaskOptions[RateLimit] = TaskOptions()
@@ -71,10 +71,7 @@ class RateLimit:
             raise RateLimitKeyError(
                 f"Could not compute the rate limit key of task {task.module_path}: {exc!r}"
             ) from exc
-        text = key_text(value)
-        if len(text) <= READABLE_LENGTH:
-            return text
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+        return stored_key(key_text(value), READABLE_LENGTH)
 
     @property
     def margin(self) -> timedelta:

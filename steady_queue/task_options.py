@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import suppress
 from typing import Any
 
@@ -45,6 +46,22 @@ def key_text(value: Any) -> str:
     if isinstance(value, models.Model):
         return f"{value._meta.label_lower}:{value.pk}"
     return str(value)
+
+
+#: What starts a key kept as the digest of a longer one; no key is kept verbatim with it.
+DIGEST_PREFIX = "sha256:"
+
+
+def stored_key(text: str, readable_length: int) -> str:
+    """The key to store for ``text``: itself when short, else its digest.
+
+    Digests have a namespace of their own: a key spelled like one (``sha256:…``) is
+    digested too, so that a short key can never equal the digest of a long one. Keys
+    stored before this rule keep their value unless they began with the prefix.
+    """
+    if len(text) <= readable_length and not text.startswith(DIGEST_PREFIX):
+        return text
+    return DIGEST_PREFIX + hashlib.sha256(text.encode()).hexdigest()
 
 
 def _import_task(task_path: str) -> None:

@@ -20,14 +20,13 @@ from typing import Any
 from . import arguments
 from .compat import Task
 from .exceptions import UniqueKeyError
-from .task_options import TaskOptions, key_text
+from .task_options import DIGEST_PREFIX, TaskOptions, key_text, stored_key
 
 # Task module path -> its declaration; filled when the task's module is imported.
 _registry: TaskOptions[Unique] = TaskOptions()
 
 #: Keys longer than this are kept as their digest (``Job.unique_key`` holds 255).
 READABLE_LENGTH = 200
-DIGEST_PREFIX = "sha256:"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +61,7 @@ class Unique:
             raise UniqueKeyError(
                 f"Could not compute the unique key of task {task.module_path}: {exc!r}"
             ) from exc
-        return text if len(text) <= READABLE_LENGTH else _digest(text)
+        return stored_key(text, READABLE_LENGTH)
 
     def _custom_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
         return key_text(self.key(*args, **kwargs))

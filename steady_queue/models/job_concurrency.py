@@ -40,6 +40,11 @@ class ConcurrencyControls:
     def handle_concurrency_conflict(self) -> None:
         limit = self.concurrency_limit
         if limit is not None and limit.on_conflict == "discard":
+            from .job_groups import job_discarded
+
+            # Its end counts in its batch or workflow like any discard's, before the
+            # row that says which group it belongs to goes.
+            job_discarded(self)
             type(self).objects.filter(pk=self.pk).delete()
         else:
             self.block()

@@ -1,7 +1,8 @@
 """Where a job's end reaches its batch or workflow: one call from each place a job ends.
 
 ``Success.store`` and ``Job.fail`` end one job they hold (``job_ended``: no query for a
-job of no batch or workflow); cancelling and discarding end jobs by the hundred
+job of no batch or workflow), as does a conflict's discard (``job_discarded``);
+cancelling and discarding end jobs by the hundred
 (``jobs_failed``: one query finds those of a group); retrying failed jobs reopens their
 groups (``jobs_reopened``). Each runs in the transaction that changes the jobs, so a
 group moves on exactly when its jobs' ends commit.
@@ -30,6 +31,22 @@ def job_ended(job: Job, *, succeeded: bool, return_value: Any = None) -> None:
             workflow_progress.steps_ended({job.pk: "succeeded"}, {job.pk: return_value})
         else:
             workflow_progress.steps_ended({job.pk: "failed"})
+
+
+def job_discarded(job: Job) -> None:
+    """``job`` is discarded as it became due (``on_conflict="discard"``), in this transaction.
+
+    It ends failed, as any discarded job does: its batch counts it, and its workflow's
+    dependents go on as after a failure. A job discarded while its batch's block still
+    runs never joins the batch: the block's total counts the jobs it kept.
+    """
+    if (
+        job.batch_id is not None
+        and batch.Batch.objects.filter(pk=job.batch_id, total__isnull=False).exists()
+    ):
+        batch.count_ends({job.batch_id: (0, 1)})
+    if job.workflow_run_id is not None:
+        workflow_progress.steps_ended({job.pk: "failed"})
 
 
 def jobs_failed(job_ids: Iterable[int]) -> None:

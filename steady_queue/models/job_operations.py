@@ -43,14 +43,15 @@ class Operations:
             )
         self._state.fields_cache.clear()
 
-    def release(self) -> None:
-        """Make this blocked job ready now, taking a slot of its key even if none is free.
+    def release(self, force: bool = False) -> bool:
+        """Make this blocked job ready if a slot of its key is free; return whether it did.
 
-        The job runs over the limit, as the operator asked; it holds its slot like any
-        other, so no other job of the key starts until fewer than ``to`` hold one.
+        Without a free slot the job stays blocked (False), as in Solid Queue. With
+        ``force`` it takes a slot anyway and runs over the limit, as the operator asked:
+        it holds its slot like any other, so no other job of the key starts until fewer
+        than ``to`` hold one.
         """
-        from .execution import BlockedExecution, ReadyExecution
-        from .semaphore import Semaphore
+        from .execution import BlockedExecution
 
         with db.atomic():
             blocked = BlockedExecution.objects.filter(job_id=self.pk).locked().first()
@@ -58,13 +59,9 @@ class Operations:
                 raise JobStateError(
                     f"Job {self.pk} is {state_of(self)}: only blocked jobs can be released."
                 )
-            # Without a slot, its finish would give back one it never took: over the limit.
-            limit = self.concurrency_limit
-            if self.is_concurrency_limited and limit is not None:
-                Semaphore.take_over_limit(self.concurrency_key, limit)
-            blocked.delete()
-            ReadyExecution.create_all_from_jobs([self])
+            released = bool(_release_blocked([self], force))
         self._state.fields_cache.clear()
+        return released
 
 
 class OperationsQuerySet(models.QuerySet):
@@ -91,6 +88,50 @@ class OperationsQuerySet(models.QuerySet):
                 if not ids:
                     return dispatched
                 dispatched += ScheduledExecution.dispatch_jobs(ids)
+
+    def release_all(self, force: bool = False, batch_size: int = 500) -> int:
+        """Make the blocked jobs of this queryset ready where a slot of their key is free
+        (all of them, over the limit, with ``force``); return how many.
+
+        The others stay blocked. Within each batch the free slots go to the jobs of
+        highest priority first, as the dispatcher would give them.
+        """
+        from .job import Job
+
+        blocked = executions_of(self, "blocked_execution").order_by("job_id")
+        released, after = 0, 0
+        while True:
+            with db.atomic():
+                locked = blocked.filter(job_id__gt=after).locked()
+                ids = list(locked.values_list("job_id", flat=True)[:batch_size])
+                if not ids:
+                    return released
+                after = ids[-1]
+                jobs = list(Job.objects.filter(pk__in=ids).order_by("-priority", "pk"))
+                released += len(_release_blocked(jobs, force))
+
+
+def _release_blocked(jobs: list, force: bool) -> list[int]:
+    """Move the blocked ``jobs`` (rows locked) to ready where a slot is free, or all of
+    them with ``force``; return the ids moved. A key found full is not asked again."""
+    from .execution import BlockedExecution, ReadyExecution
+    from .semaphore import Semaphore
+
+    moved, full = [], set()
+    for job in jobs:
+        limit = job.concurrency_limit
+        if job.is_concurrency_limited and limit is not None:
+            if force:
+                # Without a slot, its finish would give back one it never took.
+                Semaphore.take_over_limit(job.concurrency_key, limit)
+            elif job.concurrency_key in full or not Semaphore.wait(job.concurrency_key, limit):
+                full.add(job.concurrency_key)
+                continue
+        moved.append(job)
+    if moved:
+        BlockedExecution.objects.filter(job_id__in=[job.pk for job in moved]).delete()
+        ReadyExecution.create_all_from_jobs(moved)
+    return [job.pk for job in moved]
 
 
 def executions_of(jobs: models.QuerySet, relation: str) -> models.QuerySet:

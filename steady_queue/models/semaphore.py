@@ -43,7 +43,7 @@ class Semaphore(QueueModel):
 
     @classmethod
     def take_over_limit(cls, key: str, limit: ConcurrencyLimit) -> None:
-        """Take one slot of ``key`` even when none is free: a job an operator released by hand.
+        """Take one slot of ``key`` even when none is free: a job released by hand with force.
 
         ``value`` may go below zero: the key then counts more holders than ``limit.to``, and
         no job of it is admitted until enough of them have given their slot back.

@@ -99,11 +99,13 @@ class WorkflowRun(QueueModel):
                 for _, step_name, _, upstream in steps
                 for up in upstream
             )
-            roots = [job for job, (*_, upstream) in zip(jobs, steps, strict=True) if not upstream]
-            Job.prepare_all_for_execution(roots)
+            # The others wait first: a root discarded on a concurrency conflict ends
+            # failed at once, and its dependents must be waiting to hear of it.
             WaitingExecution.create_all_from_jobs(
                 job for job, (*_, upstream) in zip(jobs, steps, strict=True) if upstream
             )
+            roots = [job for job, (*_, upstream) in zip(jobs, steps, strict=True) if not upstream]
+            Job.prepare_all_for_execution(roots)
         return run, jobs
 
 

@@ -1,7 +1,7 @@
 """Bulk job actions for the command line, through the engine's operations API.
 
 The same calls the dashboard makes (``retry_all``, ``discard_all``,
-``dispatch_all_now``), a batch of ids at a time: each batch commits before the next
+``dispatch_all_now``, ``release_all``), a batch of ids at a time: each batch commits before the next
 starts, so an error part-way leaves the earlier batches done and the count says how many.
 """
 
@@ -43,6 +43,8 @@ ACTIONS = {
         "discarded",
     ),
     "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
+    # Only where a slot of the job's key is free, unless forced (run(..., force=True)).
+    "release": Action("release_all", ("blocked",), "released"),
 }
 
 
@@ -52,16 +54,19 @@ def run(
     *,
     batch_size: int = BATCH_SIZE,
     progress: Callable[[int], None] | None = None,
+    force: bool = False,
 ) -> int:
     """Run ``action`` on the selected jobs, a batch at a time; return how many it changed.
 
     Each batch is selected again with the filters, so a job that changed status since
-    it was counted is left alone.
+    it was counted is left alone. ``force`` releases blocked jobs over their limit.
     """
     jobs = selection.jobs()
+    options = {"force": True} if force else {}
     done = 0
     for ids in id_batches(jobs, batch_size):
-        done += getattr(jobs.filter(pk__in=ids), action.method)(batch_size=batch_size)
+        batch = jobs.filter(pk__in=ids)
+        done += getattr(batch, action.method)(batch_size=batch_size, **options)
         if progress is not None:
             progress(done)
     return done

@@ -9,7 +9,7 @@ modules split it by subject; import from the package itself.
 from .actions import Outcome, act_on_job, act_on_jobs
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
 from .cancellation import Cancellation, cancellation_of, is_cancelled
-from .concurrency import ConcurrencyKey, concurrency_keys, release_next_blocked
+from .concurrency import ConcurrencyKey, concurrency_keys, next_blocked_job, release_next_blocked
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_queries import (
     Tally,
@@ -51,6 +51,7 @@ from .recurring import (
     run_recurring_task,
     set_recurring_enabled,
 )
+from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
 from .workflows import (
@@ -78,11 +79,13 @@ __all__ = [
     "Event",
     "Health",
     "JobRateLimit",
+    "KeySlots",
     "Outcome",
     "ProcessNode",
     "Queue",
     "RateLimitWindow",
     "RateLimitWindows",
+    "ReleaseOutcome",
     "RunRow",
     "RunSteps",
     "StepLinks",
@@ -98,6 +101,7 @@ __all__ = [
     "batch_jobs",
     "batch_rows",
     "batches",
+    "blocked_keys",
     "cancellation_of",
     "capped_count",
     "concurrency_keys",
@@ -110,7 +114,9 @@ __all__ = [
     "find_run",
     "is_cancelled",
     "jobs",
+    "key_slots",
     "listing_for",
+    "next_blocked_job",
     "pausable",
     "pause_queue",
     "process_health",
@@ -123,6 +129,7 @@ __all__ = [
     "rate_limit_windows",
     "recurring_runs",
     "recurring_tasks",
+    "release_job",
     "release_next_blocked",
     "resume_queue",
     "run_recurring_task",

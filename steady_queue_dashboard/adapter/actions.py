@@ -12,8 +12,6 @@ from django.utils.translation import ngettext, ngettext_lazy
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import Job
 
-from .release import release_all
-
 logger = logging.getLogger(__name__)
 # Jobs handed to the engine per call. Each call commits before the next starts, so a
 # failure part-way leaves the earlier batches done, and the count says how many.
@@ -60,11 +58,20 @@ BULK_ACTIONS = {
             "%(count)s job is ready to run now.", "%(count)s jobs are ready to run now.", "count"
         ),
     ),
+    # Into a free slot of the job's key only: the others stay blocked.
     "release": (
-        release_all,
+        "release_all",
         ngettext_lazy(
-            "%(count)s job was released and is ready to run.",
-            "%(count)s jobs were released and are ready to run.",
+            "%(count)s job was released into a free slot and is ready to run.",
+            "%(count)s jobs were released into free slots and are ready to run.",
+            "count",
+        ),
+    ),
+    "release-over-limit": (
+        lambda queryset, batch_size: queryset.release_all(force=True, batch_size=batch_size),
+        ngettext_lazy(
+            "%(count)s job was released over its concurrency limit and is ready to run.",
+            "%(count)s jobs were released over their concurrency limit and are ready to run.",
             "count",
         ),
     ),
@@ -73,6 +80,10 @@ BULK_ACTIONS = {
 
 def act_on_job(action: str, pk: int) -> Outcome:
     """Run ``action`` on one job; a job that moved on or vanished is reported, not an error."""
+    if action == "release":  # which may leave the job blocked: release.py says so
+        from .release import release_job
+
+        return release_job(pk)
     method, done = JOB_ACTIONS[action]
     job = Job.objects.filter(pk=pk).first()
     if job is None:

@@ -46,10 +46,15 @@ def _task_paths_holding(keys: list[str]) -> set[tuple[str, str]]:
     return pairs
 
 
-def release_next_blocked(key: str) -> Outcome:
-    """Release the job that would be released next on ``key``, without waiting for a slot."""
+def next_blocked_job(key: str) -> int | None:
+    """The id of the job that would be released next on ``key``, if any is blocked."""
     blocked = BlockedExecution.objects.filter(concurrency_key=key)
-    job_id = blocked.order_by("-priority", "job_id").values_list("job_id", flat=True).first()
+    return blocked.order_by("-priority", "job_id").values_list("job_id", flat=True).first()
+
+
+def release_next_blocked(key: str) -> Outcome:
+    """Release the job that would be released next on ``key``, if a slot of it is free."""
+    job_id = next_blocked_job(key)
     if job_id is None:
         return Outcome(False, _("No job is blocked on %(key)s.") % {"key": key})
     return act_on_job("release", job_id)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from .. import adapter, audit, instances
 from ..access import guard
+from .job_release import release_job
 from .rendering import acted, render_page
 
 SHOWN_KEYS = 200
@@ -26,6 +28,10 @@ def concurrency(request: HttpRequest) -> HttpResponse:
 
 @guard(action=True)
 def concurrency_release(request: HttpRequest, key: str) -> HttpResponse:
-    outcome = adapter.release_next_blocked(key)
-    audit.record(request, "release next", f"concurrency key {key}", outcome)
-    return acted(request, outcome, instances.url("concurrency"))
+    """Release the key's next blocked job as its job page's Release does (free slot, or ask)."""
+    job_id = adapter.next_blocked_job(key)
+    if job_id is None:
+        outcome = adapter.Outcome(False, _("No job is blocked on %(key)s.") % {"key": key})
+        audit.record(request, "release next", f"concurrency key {key}", outcome)
+        return acted(request, outcome, instances.url("concurrency"))
+    return release_job(request, job_id)

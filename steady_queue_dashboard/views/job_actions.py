@@ -18,6 +18,7 @@ from .. import adapter, audit, confirmation, instances
 from ..access import guard
 from ..joblist import JobList
 from ..listings import LISTINGS
+from . import job_release as job_release_flow
 from .rendering import acted, back, render_page
 
 # A job id as a form sends it: ASCII digits that fit a 64-bit key ("²" is a digit too).
@@ -48,7 +49,7 @@ def job_dispatch(request: HttpRequest, pk: int) -> HttpResponse:
 
 @guard(action=True)
 def job_release(request: HttpRequest, pk: int) -> HttpResponse:
-    return _act_on_job(request, "release", pk)
+    return job_release_flow.release_job(request, pk)
 
 
 @guard(action=True)
@@ -73,7 +74,7 @@ def jobs_dispatch(request: HttpRequest, status: str) -> HttpResponse:
 
 @guard(action=True)
 def jobs_release(request: HttpRequest, status: str) -> HttpResponse:
-    return _act_on_jobs(request, "release", status)
+    return job_release_flow.release_jobs(request, status)
 
 
 def _act_on_job(request: HttpRequest, action: str, pk: int) -> HttpResponse:

@@ -106,10 +106,12 @@ def test_discarding_a_ready_limited_job_gives_its_slot_to_the_next():
     assert state(waiting) == "ready"
 
 
-def test_release_makes_a_blocked_job_ready_without_waiting():
+def test_release_waits_for_a_slot_unless_forced():
     one_at_a_time.enqueue("k")
     waiting = one_at_a_time.enqueue("k")
-    Job.objects.get(pk=waiting.id).release()
+    assert Job.objects.get(pk=waiting.id).release() is False
+    assert state(waiting) == "blocked"
+    assert Job.objects.get(pk=waiting.id).release(force=True) is True
     assert state(waiting) == "ready"
 
 

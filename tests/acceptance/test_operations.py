@@ -38,7 +38,9 @@ def test_readme_one_job_actions():
     assert fresh(scheduled).state == "ready"
 
     job = Job.objects.get(pk=blocked.id)
-    job.release()
+    assert job.release() is False  # its key's one slot is taken
+    assert fresh(blocked).state == "blocked"
+    assert job.release(force=True) is True
     assert fresh(blocked).state == "ready"
 
     job = Job.objects.get(pk=scheduled.id)

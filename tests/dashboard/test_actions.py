@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from steady_queue import arguments
-from steady_queue.models import Job, Pause, RecurringExecution, RecurringTask
+from steady_queue.models import Job, Pause, RecurringExecution, RecurringTask, Semaphore
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
 from tests.tasks import dashboard as tasks
@@ -108,7 +108,10 @@ def test_dispatch_makes_a_scheduled_job_ready_now(admin_client, jobs):
     assert state(jobs.scheduled) == "ready"
 
 
-def test_release_makes_a_blocked_job_ready(admin_client, jobs):
+def test_release_makes_a_blocked_job_ready_in_a_free_slot(admin_client, jobs):
+    admin_client.post(url("job-release", jobs.blocked.pk))
+    assert state(jobs.blocked) == "blocked"  # its key's one slot is held (test_release.py)
+    Semaphore.objects.filter(key=jobs.blocked.concurrency_key).update(value=1)
     admin_client.post(url("job-release", jobs.blocked.pk))
     assert state(jobs.blocked) == "ready"
 
@@ -275,8 +278,11 @@ def test_actions_refuse_get(admin_client, name, args):
 
 def test_release_next_on_a_concurrency_key_releases_its_first_blocked_job(admin_client, jobs):
     key = jobs.blocked.concurrency_key
+    Semaphore.objects.filter(key=key).update(value=1)  # a slot is free
     response = admin_client.post(url("concurrency-release", key), follow=True)
-    assert messages_of(response) == [f"Job {jobs.blocked.pk} was released and is ready to run."]
+    assert messages_of(response) == [
+        f"Job {jobs.blocked.pk} was released into a free slot and is ready to run."
+    ]
     assert state(jobs.blocked) == "ready"
     response = admin_client.post(url("concurrency-release", key))
     assert messages_of(response) == [f"No job is blocked on {key}."]

@@ -21,7 +21,7 @@ from steady_queue_dashboard.listings import LISTINGS
 from steady_queue_dashboard.models import AuditEntry
 from tests.queue_database import DATABASES, captured, queue_alias, queue_database, sql
 
-from .trust_helpers import confirm_form
+from .trust_helpers import confirm_form, hidden_fields
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
 
@@ -92,13 +92,18 @@ def test_actions_change_the_queue_alias_and_audit_on_default(admin_client, queue
         admin_client.post(url("job-discard", queue.pending.pk), confirm_form(asked))
         admin_client.post(url("queue-pause", "low"))
         asked = admin_client.post(url("jobs-release", "blocked"), {"scope": "all"})
-        admin_client.post(url("jobs-release", "blocked"), confirm_form(asked.content.decode()))
+        asked = admin_client.post(
+            url("jobs-release", "blocked"), confirm_form(asked.content.decode())
+        )
+        # No slot of its key is free: run it over the limit, as the page offers.
+        forced = hidden_fields(asked.content.decode(), "sq-release-form")
+        admin_client.post(url("jobs-release", "blocked"), forced)
     assert_queue_tables_read_on_queue_only(on_queue, on_default)
     assert Job.objects.with_execution().get(pk=queue.failed.pk).state == "ready"
     assert not Job.objects.filter(pk=queue.pending.pk).exists()
     assert Pause.objects.filter(queue_name="low").exists()
     assert Job.objects.with_execution().get(pk=queue.blocked.pk).state == "ready"
-    assert AuditEntry.objects.count() == 4
+    assert AuditEntry.objects.count() == 5
 
 
 def test_the_fill_command_writes_the_queue_alias(queue, settings):

@@ -32,7 +32,7 @@ def test_a_job_released_by_hand_never_lets_later_jobs_over_the_limit():
     results = [tasks.exclusive.enqueue(i) for i in range(6)]  # to=1: one ready, five blocked
     running = claim_everything()
     by_hand = int(results[1].id)
-    Job.objects.get(pk=by_hand).release()  # the dashboard's Release, while the first runs
+    Job.objects.get(pk=by_hand).release(force=True)  # the dashboard's Release, while the first runs
     running += claim_everything()
     assert [c.job_id for c in running] == [int(results[0].id), by_hand]  # over, as asked
 
@@ -49,7 +49,7 @@ def test_a_job_released_by_hand_never_lets_later_jobs_over_the_limit():
 
 def test_releasing_by_hand_takes_a_slot_so_the_key_stays_full_until_two_finish():
     _first, second, third = (tasks.exclusive.enqueue(i) for i in range(3))
-    Job.objects.get(pk=second.id).release()
+    assert Job.objects.get(pk=second.id).release(force=True)
     assert Semaphore.objects.get(key__endswith="/exclusive").value == -1  # two hold it, to=1
     [claimed_first] = storage.claim(["*"], 1, None)
     perform(claimed_first)
@@ -64,7 +64,7 @@ def test_releasing_by_hand_with_a_slot_free_takes_that_slot():
     blocked = tasks.exclusive.enqueue(1)
     Semaphore.objects.filter(key__endswith="/exclusive").update(value=1)  # a slot came back
     assert Job.objects.get(pk=blocked.id).state == "blocked"
-    Job.objects.get(pk=blocked.id).release()
+    assert Job.objects.get(pk=blocked.id).release()
     assert Semaphore.objects.get(key__endswith="/exclusive").value == 0
 
 

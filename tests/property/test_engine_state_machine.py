@@ -125,7 +125,7 @@ class Engine(RuleBasedStateMachine):
     def release(self, index):
         """The dashboard's Release of a blocked job."""
         if job := self._pick("blocked_execution", index):
-            job.release()
+            job.release(force=True)
             self.released.add(job.pk)
 
     @invariant()

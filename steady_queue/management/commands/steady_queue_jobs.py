@@ -1,4 +1,4 @@
-"""``manage.py steady_queue_jobs``: list, retry, discard or dispatch jobs from the command line."""
+"""``manage.py steady_queue_jobs``: list, retry, discard, dispatch or release jobs (the CLI)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,16 @@ NOT_AVAILABLE = 2
 
 class Command(BaseCommand):
     help = (
-        "List jobs, or retry, discard or dispatch them, a batch at a time, like the dashboard. "
+        "List jobs, or retry, discard, dispatch or release them, a batch at a time, like the "
+        "dashboard. "
         "Actions are a dry run unless --yes: they print what would change and change nothing. "
         "Real runs are written to the dashboard's audit log as the OS user."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("action", choices=["list", "retry", "discard", "cancel", "dispatch"])
+        parser.add_argument(
+            "action", choices=["list", "retry", "discard", "cancel", "dispatch", "release"]
+        )
         parser.add_argument("--status", choices=list(STATUSES), help="Only jobs in this status.")
         parser.add_argument(
             "--task", action="append", default=[], metavar="PATH", help="Task path (repeatable)."
@@ -54,6 +57,12 @@ class Command(BaseCommand):
             "--error", metavar="TEXT", help="Failed jobs whose error class or message has TEXT."
         )
         parser.add_argument("--yes", action="store_true", help="Really do it (default: dry run).")
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="release only: run the jobs even where no slot of their key is free, "
+            "over the concurrency limit.",
+        )
         parser.add_argument(
             "--limit", type=int, default=LIST_ROWS, help=f"Rows to list (default {LIST_ROWS})."
         )
@@ -83,12 +92,15 @@ class Command(BaseCommand):
                 options["status"] = action.default_status
             selection = _selection(options)
             action.check(selection, options["action"])
+            if options["force"] and options["action"] != "release":
+                raise SelectionError("--force applies to release only.")
         except SelectionError as exc:
             raise CommandError(str(exc)) from exc
+        name, force = options["action"], options["force"]
         if options["yes"]:
-            self._run(options["action"], action, selection, options["batch_size"])
+            self._run(name, action, selection, options["batch_size"], force)
         else:
-            self._dry_run(options["action"], selection)
+            self._dry_run(name, selection, _release_terms(name, force))
 
     def _list(self, selection: JobSelection, limit: int) -> None:
         matching = selection.jobs()
@@ -99,14 +111,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{selection.describe(count)} match{'es' if count == 1 else ''}.")
         self._rows(matching, limit)
 
-    def _dry_run(self, name: str, selection: JobSelection) -> None:
+    def _dry_run(self, name: str, selection: JobSelection, terms: str = "") -> None:
         matching = selection.jobs()
         count = matching.count()
-        self.stdout.write(f"Dry run: would {name} {selection.describe(count)}.")
+        self.stdout.write(f"Dry run: would {name} {selection.describe(count)}{terms}.")
         self._rows(matching, PREVIEW_ROWS)
         self.stdout.write(f"Nothing was changed. Run again with --yes to {name} them.")
 
-    def _run(self, name: str, action: jobs.Action, selection: JobSelection, size: int) -> None:
+    def _run(
+        self, name: str, action: jobs.Action, selection: JobSelection, size: int, force: bool
+    ) -> None:
         done = [0]
 
         def progress(count: int) -> None:
@@ -115,29 +129,38 @@ class Command(BaseCommand):
                 self.stderr.write(f"{count:,} jobs {action.past_tense} so far")
 
         try:
-            jobs.run(action, selection, batch_size=size, progress=progress)
+            jobs.run(action, selection, batch_size=size, progress=progress, force=force)
         except Exception as exc:
             message = (
                 f"{selection.describe(done[0])} {action.past_tense}, then an error stopped "
                 f"the action, leaving the others as they were: {type(exc).__name__}: {exc}"
             )
-            self._audit(name, selection, done[0], False, message)
+            self._audit(name, selection, done[0], False, message, force)
             raise CommandError(message) from exc
         message = f"{selection.describe(done[0])} {action.past_tense}."
+        if action.method == "release_all":
+            message += _still_blocked(selection)
         self.stdout.write(message[0].upper() + message[1:])
-        self._audit(name, selection, done[0], True, message)
+        self._audit(name, selection, done[0], True, message, force)
 
     def _audit(
-        self, name: str, selection: JobSelection, count: int, succeeded: bool, message: str
+        self,
+        name: str,
+        selection: JobSelection,
+        count: int,
+        succeeded: bool,
+        message: str,
+        force: bool = False,
     ) -> None:
         link_to = ("job-list", selection.status) if selection.status else ()
+        source = {"source": "manage.py steady_queue_jobs", **({"force": True} if force else {})}
         written = audit.record(
-            f"{name} all",
+            f"{name} all over the limit" if force else f"{name} all",
             selection.describe(),
             affected=count,
             succeeded=succeeded,
             message=message,
-            details={"source": "manage.py steady_queue_jobs", **selection.filters()},
+            details={**source, **selection.filters()},
             link_to=link_to,
         )
         if written:
@@ -151,6 +174,23 @@ class Command(BaseCommand):
             self.stdout.write(_row(job))
         if rows:
             self.stdout.write(f"({len(rows)} shown, newest first)")
+
+
+def _release_terms(name: str, force: bool) -> str:
+    if name != "release":
+        return ""
+    return " over their concurrency limit" if force else " where a slot of their key is free"
+
+
+def _still_blocked(selection: JobSelection) -> str:
+    """What a release without --force left blocked, for want of a free slot."""
+    left = selection.jobs().count()
+    if not left:
+        return ""
+    return (
+        f" {selection.describe(left)} stay blocked: no slot of their key is free. "
+        "Run again with --force to run them over the concurrency limit."
+    )
 
 
 def _positive(text: str) -> int:
