@@ -8,17 +8,23 @@ QUIT and when a graceful stop outlasts shutdown_timeout.
 
 from __future__ import annotations
 
+import os
 import signal
+from datetime import timedelta
 
 import pytest
+from django.db import connection
 
-from steady_queue.models import ClaimedExecution, FailedExecution, Job, ReadyExecution
+import steady_queue
+from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
+from steady_queue.processes.worker import Worker
 from tests.processes.conftest import wait_until
 from tests.tasks import processes as tasks
 
-pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.process
 def test_a_run_that_lost_its_connection_fails_once_and_is_never_released(start_supervisor, run_log):
     supervisor = start_supervisor("WORKER", children=1)
     job_id = int(tasks.loses_its_connection.enqueue(str(run_log.path), "cut").id)
@@ -39,3 +45,46 @@ def test_a_run_that_lost_its_connection_fails_once_and_is_never_released(start_s
     assert not ClaimedExecution.objects.filter(job_id=job_id).exists()
     assert not ReadyExecution.objects.filter(job_id=job_id).exists()
     assert "released" not in supervisor.output()
+
+
+@pytest.fixture
+def worker():
+    """A worker in this process: its pool threads run, its polling loop does not."""
+    worker = Worker(queues=["*"], threads=1)
+    worker.open_wakeup_pipe()
+    worker.process = Process.register(kind=Process.Kind.WORKER, name=worker.name, pid=os.getpid())
+    worker.pool.start()
+    yield worker
+    worker.stop()
+    worker.pool.shutdown()
+    worker.pool.join(timeout=5)
+    worker.close_wakeup_pipe()
+
+
+@pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite has no server to cut a connection"
+)
+def test_a_claim_whose_outcome_is_not_recorded_is_failed_never_released(
+    worker, run_log, monkeypatch
+):
+    # Past the alive threshold at once: the success is not retried (OutcomeNotRecorded),
+    # as after a database outage longer than the threshold.
+    monkeypatch.setattr(steady_queue, "process_alive_threshold", timedelta(0))
+    job_id = int(tasks.cut_after_success.enqueue(str(run_log.path), "cut").id)
+
+    worker.poll()
+    wait_until(lambda: worker.pool.idle_threads == 1, what="the run to end")
+
+    assert run_log.count("cut") == 1
+    assert ClaimedExecution.objects.filter(job_id=job_id, process=worker.process).exists()
+    worker._claim_failed = True  # as after a failed claim: the next poll gives back lost ones
+    worker.poll()
+    assert not ReadyExecution.objects.filter(job_id=job_id).exists()
+    assert ClaimedExecution.objects.filter(job_id=job_id).exists()  # still the worker's
+
+    worker.on_shutdown()  # the claim would go back to ready when the worker deregisters
+    worker.deregister()
+    failure = FailedExecution.objects.get(job_id=job_id)
+    assert failure.exception_class.endswith("OutcomeNotRecorded")
+    assert not ReadyExecution.objects.filter(job_id=job_id).exists()
+    assert run_log.count("cut") == 1

@@ -6,6 +6,7 @@ test is disturbing, nor roll back with a transaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from datetime import timedelta
@@ -93,3 +94,14 @@ def cut_own_connection(connection) -> None:
     else:  # SQLite has no server to restart: the file's handle goes instead
         connection.ensure_connection()
         connection.connection.close()
+
+
+@task()
+def cut_after_success(log_path: str, label: str) -> str:
+    """Succeeds, but its connection is cut as it returns: its success cannot be written."""
+    from django.db import DatabaseError, connection
+
+    append(log_path, f"run {label} {os.getpid()}")
+    with contextlib.suppress(DatabaseError):  # the statement that cut it fails with it
+        cut_own_connection(connection)
+    return label
