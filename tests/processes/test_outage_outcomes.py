@@ -19,6 +19,7 @@ import steady_queue
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
 from steady_queue.processes.worker import Worker
 from tests.processes.conftest import wait_until
+from tests.tasks import async_tasks
 from tests.tasks import processes as tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,3 +89,37 @@ def test_a_claim_whose_outcome_is_not_recorded_is_failed_never_released(
     assert failure.exception_class.endswith("OutcomeNotRecorded")
     assert not ReadyExecution.objects.filter(job_id=job_id).exists()
     assert run_log.count("cut") == 1
+
+
+@pytest.mark.process
+@pytest.mark.skipif(
+    connection.vendor == "sqlite",
+    reason="SQLite has no server to cut a connection: the run may end on another helper",
+)
+def test_an_async_run_whose_connection_is_cut_fails_once_and_is_never_released(
+    start_supervisor,
+):
+    # The steps of an async run before and after its call run on a helper thread:
+    # its connection is cut as the run starts, so its ending query fails there.
+    supervisor = start_supervisor(
+        "ASYNC",
+        children=1,
+        DJANGO_SETTINGS_MODULE="tests.processes.outage_settings",
+        SQ_CUT_CONNECTION_FOR="tests.tasks.async_tasks.nap",
+    )
+    job_id = int(async_tasks.nap.enqueue(0).id)
+
+    failure = wait_until(
+        lambda: FailedExecution.objects.filter(job_id=job_id).first(),
+        timeout=30,
+        what="the job's failure to be recorded",
+    )
+    assert failure.message
+    later = async_tasks.nap.enqueue(0)  # cut too: it fails, on a fresh connection again
+    wait_until(lambda: FailedExecution.objects.filter(job_id=later.id).exists(), what="a later job")
+
+    supervisor.send(signal.SIGTERM)
+    assert supervisor.wait() == 0
+    assert len(Job.objects.get(pk=job_id).attempts) == 1
+    assert not ClaimedExecution.objects.exists()
+    assert not ReadyExecution.objects.exists()
