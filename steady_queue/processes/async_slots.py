@@ -29,10 +29,10 @@ from typing import Any
 from .. import deadlines, perform, storage
 from ..configuration import ASYNC_HELPER_THREADS
 from ..exceptions import JobCancelled
-from ..log import claim_fields
 from ..models import ClaimedExecution
 from .async_claims import ClaimRoom
 from .pool import Pool
+from .unrecorded import end_unrecorded
 
 logger = logging.getLogger("steady_queue.processes")
 
@@ -164,8 +164,8 @@ class AsyncSlots:
         except StopIteration as ended:  # it ended before its call (lost, throttled, failed)
             self._ended(entry, ended.value[1])
             return
-        except BaseException:
-            self._could_not_record(entry)
+        except BaseException as exc:
+            self._could_not_record(entry, exc)
             return
         if not call.is_async:  # not an async task after all: call it here
             try:
@@ -185,21 +185,17 @@ class AsyncSlots:
         except StopIteration as ended:
             self._ended(entry, ended.value[1])
             return
-        except BaseException:
-            self._could_not_record(entry)
+        except BaseException as exc:
+            self._could_not_record(entry, exc)
             return
         entry.steps.close()  # a run yields once: this is a bug
         logger.error("The run of job %s asked for a second call", entry.claimed.job_id)
         self._ended(entry, None)
 
-    def _could_not_record(self, entry: _Entry) -> None:
+    def _could_not_record(self, entry: _Entry, exc: BaseException) -> None:
         # perform ends the job with whatever its task raised; this is about recording it.
-        logger.exception(
-            "Could not record the outcome of job %s",
-            entry.claimed.job_id,
-            extra=claim_fields(entry.claimed, process_name=self.name),
-        )
-        self._ended(entry, None)
+        ended = end_unrecorded(entry.claimed, exc, self.name)
+        self._ended(entry, storage.Finished(False) if ended else None)
 
     def _ended(self, entry: _Entry, finished: storage.Finished | None) -> None:
         with self._lock:

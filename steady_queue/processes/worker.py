@@ -14,8 +14,8 @@ import steady_queue
 
 from .. import configuration, deadlines, storage
 from ..configuration import seconds
-from ..log import claim_fields
 from ..models import ClaimedExecution, Process
+from ..models.claimed_finish import OutcomeNotRecorded
 from ..perform import perform_then_claim
 from . import change_watcher, listener, pacing
 from .async_claims import is_async_job, sort_claims
@@ -25,6 +25,7 @@ from .poller import Poller
 from .pool import Pool
 from .recycling import WAIT_FOR_IDLE_THREAD, Recycling, RecyclingWorker, resident_memory_mib
 from .run_checks import STUCK_CHECK_INTERVAL, Cancellations, StuckThreads
+from .unrecorded import end_unrecorded
 
 logger = logging.getLogger("steady_queue.processes")
 
@@ -69,6 +70,9 @@ class Worker(RecyclingWorker, Poller):
         self._lock = threading.Lock()
         self._claims = threading.Condition(self._lock)
         self._running: set[int] = set()
+        # Jobs whose outcome neither their run nor end_unrecorded could record: still
+        # claimed, and never given back by this worker (a prune or the crash path fails them).
+        self._kept: set[int] = set()
         self._claiming = 0
         self._claims_paused = False
         self.jobs_run = 0
@@ -187,6 +191,7 @@ class Worker(RecyclingWorker, Poller):
             )
         if self.async_slots is not None:
             self.async_slots.shutdown()
+        self._fail_kept_claims()
         if not unfinished:
             self.pool.join(timeout=1.0)
             if self.async_slots is not None:
@@ -233,11 +238,15 @@ class Worker(RecyclingWorker, Poller):
             if claimed is not None and slots and is_async_job(claimed) and slots.submit(claimed):
                 return
 
-    def _async_ended(self, claimed: ClaimedExecution, _, worth_a_poll: bool) -> None:
+    def _async_ended(
+        self, claimed: ClaimedExecution, finished: storage.Finished | None, worth_a_poll: bool
+    ) -> None:
         """An async job left its slot: count it; wake the worker if slots are to be filled."""
         self._count_job()
         with self._lock:
             self._running.discard(claimed.job_id)
+            if finished is None:  # its outcome was not recorded: the claim may be left
+                self._kept.add(claimed.job_id)
         if worth_a_poll or self.recycling.reason is not None:
             self.wake_up()  # to claim for the free slots, or to go once the last job ended
 
@@ -261,15 +270,13 @@ class Worker(RecyclingWorker, Poller):
                 self._release([finished.claimed[0].job_id])
             elif finished.claimed:
                 following = finished.claimed[0]
-        except BaseException:
+        except BaseException as exc:
             # perform() ends the job with whatever its task raised; this is about recording it.
-            logger.exception(
-                "Could not record the outcome of job %s",
-                claimed.job_id,
-                extra=claim_fields(claimed, process_name=self.name),
-            )
             if any(counted):
                 self._claim_failed = True
+            if not end_unrecorded(claimed, exc, self.name):
+                with self._lock:
+                    self._kept.add(claimed.job_id)
         finally:
             recover_connections()
             self._count_job()
@@ -380,10 +387,24 @@ class Worker(RecyclingWorker, Poller):
         with self._no_new_claims():
             mine = ClaimedExecution.objects.filter(process_id=self.process.pk)
             with self._lock:
-                ours = self._running | set(self._held)
+                ours = self._running | set(self._held) | self._kept
             lost = mine.exclude(job_id__in=ours)
             if released := ClaimedExecution.release_all(lost):
                 logger.warning("%s released %d claimed jobs it had lost track of", self, released)
+
+    def _fail_kept_claims(self) -> None:
+        """Fail the jobs still claimed whose outcome was not recorded: deregistering
+        would give them back to ready, and they ran (or began) already."""
+        with self._lock:
+            kept = set(self._kept)
+        if not kept or self.orphaned:  # an orphan's claims stay for the orphan sweep
+            return
+        mine = ClaimedExecution.objects.filter(process_id=self.process.pk, job_id__in=kept)
+        error = OutcomeNotRecorded(f"{self} stopped before the outcome could be recorded")
+        try:
+            ClaimedExecution.fail_all_with(mine, error)
+        except Exception:
+            logger.exception("%s could not fail jobs %s; a prune will", self, sorted(kept))
 
     def _release(self, job_ids: list[int]) -> None:
         if job_ids:

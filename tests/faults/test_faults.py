@@ -136,6 +136,36 @@ def test_postgres_restart_mid_run(fleet):
     assert_promise_kept(fleet, settle_within=120)
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="restarts the private PostgreSQL server"
+)
+def test_postgres_restarts_while_tasks_write(fleet):
+    # Issue 25: a run whose own write a restart cut could not record its outcome, and
+    # its worker then gave its claim back to ready as one it had "lost track of".
+    # 3,000 jobs, 2 workers x 3 threads, as in the issue; three restarts.
+    calls = [
+        (tasks.writes_at_most_once, [f"amo-write-{n}", random.uniform(0, 0.04)], {})
+        for n in range(2500)
+    ]
+    calls += [
+        (tasks.writes_at_least_once, [f"alo-write-{n}", random.uniform(0, 0.04)], {})
+        for n in range(300)
+    ]
+    random.shuffle(calls)
+    enqueue_all(calls)
+    total = len(calls) + enqueue_mix(at_most_once=0, at_least_once=0, limited=200, seconds=0.02)
+    fleet.start()
+    for step in (1, 2, 3):
+        started_at_least(fleet, total * step // 5)
+        restart()  # the runs' writes fail with AdminShutdown, their connections cut
+        connection.close()  # this test's own connection was cut too
+        fleet.figures.restarts += 1
+    assert_promise_kept(fleet, settle_within=180)
+    # The restarts landed while tasks wrote: those runs failed, and were recorded so.
+    cut = FailedExecution.objects.filter(job__arguments__args__0__startswith="amo-write")
+    assert cut.exists(), "no run's write was cut: the restarts missed the writes"
+
+
 def test_unstorable_outcomes_raising_receivers_and_base_exceptions(fleet):
     calls = []
     for n in range(20):

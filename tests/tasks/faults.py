@@ -43,6 +43,40 @@ def _run(label: str, seconds: float, key: str = "") -> str:
     return label
 
 
+def _write_while_running(label: str, seconds: float) -> str:
+    """A run that writes to the queue's database all along: a restart cuts its writes.
+
+    A temporary table of its connection's own: real writes (a statement and a commit
+    each) that no other run waits for. A run whose write fails raises, as a task does.
+    """
+    from django.db import connection
+
+    record(label, "start")
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE IF NOT EXISTS fault_writes (label VARCHAR(100))")
+        while True:
+            cursor.execute("INSERT INTO fault_writes (label) VALUES (%s)", [label])
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.005)
+    record(label, "end")
+    return label
+
+
+@task()
+def writes_at_most_once(label: str, seconds: float) -> str:
+    """The default retry policy: a run whose write failed fails for good."""
+    return _write_while_running(label, seconds)
+
+
+@retry_policy(attempts=10, base_delay=timedelta(0), jitter=0, at_least_once=True)
+@task()
+def writes_at_least_once(label: str, seconds: float) -> str:
+    """Its retry policy runs it again after a write the restart cut."""
+    return _write_while_running(label, seconds)
+
+
 @task()
 def at_most_once(label: str, seconds: float) -> str:
     """The default retry policy: a job whose worker died is failed, never re-run."""

@@ -6,6 +6,7 @@ test is disturbing, nor roll back with a transaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from datetime import timedelta
@@ -68,4 +69,39 @@ def five_a_second(log_path: str, label: str) -> str:
 @task()
 def timestamp(log_path: str, label: str) -> str:
     append(log_path, f"start {label} {time.time()!r}")
+    return label
+
+
+@task()
+def loses_its_connection(log_path: str, label: str) -> None:
+    """Its database connection is cut while it writes, as a database restart cuts it."""
+    from django.db import connection
+
+    append(log_path, f"run {label} {os.getpid()}")
+    cut_own_connection(connection)
+    connection.cursor().execute("SELECT 1")  # raises: the connection is gone
+
+
+def cut_own_connection(connection) -> None:
+    if connection.vendor == "postgresql":  # the server ends it: AdminShutdown, as a restart
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+    elif connection.vendor == "mysql":  # the server ends it, as a restart does
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT CONNECTION_ID()")
+            (thread_id,) = cursor.fetchone()
+            cursor.execute(f"KILL CONNECTION {int(thread_id)}")
+    else:  # SQLite has no server to restart: the file's handle goes instead
+        connection.ensure_connection()
+        connection.connection.close()
+
+
+@task()
+def cut_after_success(log_path: str, label: str) -> str:
+    """Succeeds, but its connection is cut as it returns: its success cannot be written."""
+    from django.db import DatabaseError, connection
+
+    append(log_path, f"run {label} {os.getpid()}")
+    with contextlib.suppress(DatabaseError):  # the statement that cut it fails with it
+        cut_own_connection(connection)
     return label
