@@ -1,6 +1,6 @@
 """Bulk job actions for the command line, through the engine's operations API.
 
-The same calls the dashboard makes (``retry_all``, ``discard_all``,
+The same calls the dashboard makes (``retry_all``, ``discard_all``, ``cancel_all``,
 ``dispatch_all_now``), a batch of ids at a time: each batch commits before the next
 starts, so an error part-way leaves the earlier batches done and the count says how many.
 """
@@ -38,6 +38,12 @@ ACTIONS = {
         "discard_all", ("pending", "scheduled", "blocked", "throttled", "failed"), "discarded"
     ),
     "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
+    # Jobs not started end at once (failed with JobCancelled); running ones are asked to stop.
+    "cancel": Action(
+        "cancel_all",
+        ("pending", "scheduled", "blocked", "throttled", "waiting", "in-progress"),
+        "cancelled",
+    ),
 }
 
 
