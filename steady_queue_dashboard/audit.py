@@ -59,7 +59,7 @@ def record_as(
 def record_operation(
     sender, *, actor, action, target, affected, succeeded, message, details, link_to, **kwargs
 ) -> bool:
-    """Record what ``manage.py steady_queue_jobs``/``steady_queue_queues`` did, as the OS user."""
+    """Record what an ops command (``manage.py steady_queue_jobs`` …) did, as the OS user."""
     link = _link(link_to, kwargs.get("backend"))
     outcome = Outcome(succeeded, message, affected)
     record_as(actor, action, target, outcome, link=link, details=details)
