@@ -6,7 +6,7 @@ from typing import Any
 
 from django.dispatch import receiver
 from django.http import HttpRequest
-from django.urls import NoReverseMatch
+from django.urls import NoReverseMatch, get_resolver, reverse
 
 from steady_queue.ops.audit import operation_performed
 
@@ -59,16 +59,42 @@ def record_as(
 def record_operation(
     sender, *, actor, action, target, affected, succeeded, message, details, link_to, **kwargs
 ) -> bool:
-    """Record what ``manage.py steady_queue_jobs``/``steady_queue_queues`` did, as the OS user."""
-    link = ""
-    if link_to:
-        try:
-            link = instances.url(*link_to)
-        except NoReverseMatch:  # the dashboard's URLs are not mounted in this project
-            link = ""
+    """Record what an ops command (``manage.py steady_queue_jobs`` …) did, as the OS user."""
+    link = _link(link_to, kwargs.get("backend"))
     outcome = Outcome(succeeded, message, affected)
     record_as(actor, action, target, outcome, link=link, details=details)
     return True
+
+
+def _link(link_to: tuple[str, ...], backend: str | None) -> str:
+    """The page of what a command acted on, in the mount of its backend's database.
+
+    No link when that database has no mount: another mount's page would show other jobs.
+    """
+    if not link_to:
+        return ""
+    namespace = None
+    if backend is not None:
+        namespace = _mount_of(backend)
+        if namespace is None:
+            return ""
+    try:
+        return reverse(f"{instances.APP}:{link_to[0]}", args=link_to[1:], current_app=namespace)
+    except NoReverseMatch:  # the dashboard's URLs are not mounted in this project
+        return ""
+
+
+def _mount_of(backend: str) -> str | None:
+    """The namespace of the mount showing ``backend``'s queue database, if any."""
+    import steady_queue
+
+    namespaces = get_resolver().app_dict.get(instances.APP, [])
+    if backend in namespaces:
+        return backend
+    database = instances.instance(backend).database
+    if database == steady_queue.database and instances.APP in namespaces:
+        return instances.APP
+    return None
 
 
 def job_details(job) -> dict[str, Any]:

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import getpass
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.dispatch import Signal
 
 #: Sent after each operation a command ran for real, with ``actor``, ``action``,
 #: ``target``, ``affected``, ``succeeded``, ``message``, ``details`` and ``link_to``
-#: (the name and arguments of the dashboard page of what was acted on). A receiver
-#: returns True when it recorded the entry.
+#: (the name and arguments of the dashboard page of what was acted on) and ``backend``
+#: (the TASKS alias whose queue database it acted on; its dashboard mount, if any, is
+#: the one to link to). A receiver returns True when it recorded the entry.
 operation_performed = Signal()
+
+if TYPE_CHECKING:
+    from .backends import Target
 
 
 def available() -> bool:
@@ -43,8 +47,15 @@ def record(
     message: str,
     details: dict[str, Any],
     link_to: tuple[str, ...] = (),
+    backend: Target | None = None,
 ) -> bool:
-    """Announce the operation to the audit log; return whether an entry was written."""
+    """Announce the operation to the audit log; return whether an entry was written.
+
+    ``backend``: the command's ``--backend`` target, kept in the details (the entry
+    must say which queue database was changed: the audit log is shared by them all).
+    """
+    if backend is not None:
+        details = {**details, "backend": backend.backend, "database": backend.database}
     responses = operation_performed.send(
         None,
         actor=actor(),
@@ -55,5 +66,6 @@ def record(
         message=message,
         details=details,
         link_to=link_to,
+        backend=backend.backend if backend is not None and backend.explicit else None,
     )
     return any(written is True for _, written in responses)

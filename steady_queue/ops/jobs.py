@@ -1,7 +1,8 @@
 """Bulk job actions for the command line, through the engine's operations API.
 
-The same calls the dashboard makes (``retry_all``, ``discard_all``,
-``dispatch_all_now``, ``release_all``), a batch of ids at a time: each batch commits before the next
+The same calls the dashboard makes (``retry_all``, ``discard_all``, ``cancel_all``,
+``dispatch_all_now``, ``release_all``), a batch of ids at a time: each batch commits
+before the next
 starts, so an error part-way leaves the earlier batches done and the count says how many.
 """
 
@@ -45,6 +46,12 @@ ACTIONS = {
     "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
     # Only where a slot of the job's key is free, unless forced (run(..., force=True)).
     "release": Action("release_all", ("blocked",), "released"),
+    # Jobs not started end at once (failed with JobCancelled); running ones are asked to stop.
+    "cancel": Action(
+        "cancel_all",
+        ("pending", "scheduled", "blocked", "throttled", "waiting", "in-progress"),
+        "cancelled",
+    ),
 }
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import configuration
-from ..compat import task_backends
+from .. import configuration, db
 from ..models.queue import Queue
+from .backends import declared_in
 
 
 def all_queues() -> list[Queue]:
@@ -32,10 +32,12 @@ def exists(name: str) -> bool:
 
 
 def configured_queues() -> set[str]:
-    """Queue names declared in TASKS (QUEUES) and in the workers' configuration."""
-    names: set[str] = set()
-    for backend in task_backends.all():
-        names.update(getattr(backend, "queues", None) or [])
+    """Queue names declared in the workers' configuration and in TASKS (QUEUES).
+
+    Of TASKS, only the backends whose jobs are in the current queue database: another
+    database's queue is no queue here (``manage.py steady_queue_queues --backend``).
+    """
+    names = declared_in(db.alias())
     try:
         workers = configuration.load().configured_workers
     except ImproperlyConfigured:  # reported by manage.py check

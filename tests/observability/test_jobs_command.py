@@ -9,7 +9,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from steady_queue.models import FailedExecution, Job
+from steady_queue.models import FailedExecution, Job, Process, ReadyExecution
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
 from tests import tasks
@@ -118,12 +118,46 @@ def test_error_filter_needs_failed_jobs(failed):
         jobs("list", "--error", "boom")
 
 
-def test_cancel_is_refused_as_not_available_yet(failed):
+def test_cancel_is_a_dry_run_until_yes_then_ends_the_jobs_cancelled_and_is_audited(failed):
+    [pending] = [pk for pk, state in states().items() if state == "ready"]
     before = states()
-    with pytest.raises(CommandError, match="cancel is not available yet") as raised:
-        jobs("cancel", "--status", "pending", "--yes")
-    assert raised.value.returncode == 2
+    result = jobs("cancel", "--status", "pending")
+    assert result.lines[0] == "Dry run: would cancel 1 pending job."
+    assert result.lines[-1] == "Nothing was changed. Run again with --yes to cancel them."
     assert states() == before
+    assert not AuditEntry.objects.exists()
+
+    result = jobs("cancel", "--status", "pending", "--yes")
+    assert result.lines == ["1 pending job cancelled.", f"Recorded in the audit log as {ACTOR}."]
+    assert states() == {**before, pending: "failed"}
+    error = FailedExecution.objects.get(job_id=pending)
+    assert error.exception_class == "steady_queue.exceptions.JobCancelled"
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.target, entry.affected) == ("cancel all", "pending jobs", 1)
+    assert entry.details["source"] == "manage.py steady_queue_jobs"
+
+
+def test_cancel_asks_running_jobs_to_stop(failed):
+    worker = Process.objects.create(kind="Worker", name="w", pid=4242, hostname="box")
+    [claimed] = ReadyExecution.claim(["*"], 1, worker)
+    assert (
+        jobs("cancel", "--status", "in-progress")
+        .lines[1]
+        .startswith("Running jobs are asked to stop")
+    )
+    assert not Job.objects.filter(cancel_requested_at__isnull=False).exists()
+    result = jobs("cancel", "--status", "in-progress", "--yes")
+    assert result.lines[0].startswith("1 in-progress job cancelled. Running jobs are asked")
+    job = Job.objects.with_execution().get(pk=claimed.job_id)
+    assert job.state == "claimed" and job.cancel_requested()
+
+
+def test_cancel_needs_a_status_it_applies_to(failed):
+    with pytest.raises(CommandError, match="cancel applies to pending or scheduled or blocked"):
+        jobs("cancel", "--yes")
+    with pytest.raises(CommandError, match="cancel applies to"):
+        jobs("cancel", "--status", "failed", "--yes")
+    assert AuditEntry.objects.count() == 0
 
 
 def test_list_counts_and_shows_newest_first(failed):

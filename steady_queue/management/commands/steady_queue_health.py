@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 import steady_queue
 from steady_queue.health import HealthCheck, LivenessFile, Problem
+from steady_queue.ops import backends
 from steady_queue.ops.durations import argument as duration
 
 UNHEALTHY = 1
@@ -61,9 +62,17 @@ class Command(BaseCommand):
             help="How old the liveness file may be (default 60s).",
         )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON.")
+        backends.add_argument(parser)
 
     def handle(self, *args, **options) -> None:
-        problems = self._problems(options)
+        # Exit status 2, not 1: a wrong --backend or queue is no unhealthy queue.
+        try:
+            target = backends.resolve(options["backend"])
+            backends.check_queues(target, options["queue"])
+        except backends.BackendError as exc:
+            raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
+        with target.active():
+            problems = self._problems(options)
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(problems)))
         elif not problems:

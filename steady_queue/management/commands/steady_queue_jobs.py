@@ -1,4 +1,4 @@
-"""``manage.py steady_queue_jobs``: list, retry, discard, dispatch or release jobs (the CLI)."""
+"""``manage.py steady_queue_jobs``: list, retry, discard, cancel, dispatch or release jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.exceptions import CANCELLED_CLASS
-from steady_queue.ops import audit, jobs
+from steady_queue.ops import audit, backends, jobs
 from steady_queue.ops.durations import argument as duration
 from steady_queue.ops.selection import STATUSES, JobSelection, SelectionError
 
@@ -16,13 +16,17 @@ PREVIEW_ROWS = 10
 LIST_ROWS = 50
 # ``list`` counts up to this many matching jobs, then says "more than".
 COUNT_CAP = 10_000
-NOT_AVAILABLE = 2
+# What cancelling a running job does (Job.cancel): it is not stopped on the spot.
+ASKED_TO_STOP = (
+    "Running jobs are asked to stop: each ends when its task next checks cancelled(), "
+    "or is interrupted after steady_queue.cancel_grace."
+)
 
 
 class Command(BaseCommand):
     help = (
-        "List jobs, or retry, discard, dispatch or release them, a batch at a time, like the "
-        "dashboard. "
+        "List jobs, or retry, discard, cancel, dispatch or release them, a batch at a time, "
+        "like the dashboard. "
         "Actions are a dry run unless --yes: they print what would change and change nothing. "
         "Real runs are written to the dashboard's audit log as the OS user."
     )
@@ -72,15 +76,19 @@ class Command(BaseCommand):
             default=jobs.BATCH_SIZE,
             help="Jobs changed per transaction.",
         )
+        backends.add_argument(parser)
 
     def handle(self, *args, **options) -> None:
-        if options["action"] == "cancel":
-            raise CommandError(
-                "cancel is not available yet: Steady Queue cannot cancel jobs so far. "
-                "Use discard for jobs that have not started.",
-                returncode=NOT_AVAILABLE,
-            )
         self.verbosity = options["verbosity"]
+        try:
+            self.target = backends.resolve(options["backend"])
+            backends.check_queues(self.target, options["queue"])
+        except backends.BackendError as exc:
+            raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
+        with self.target.active():
+            self._handle(options)
+
+    def _handle(self, options: dict) -> None:
         try:
             if options["action"] == "list":
                 return self._list(_selection(options), options["limit"])
@@ -115,6 +123,8 @@ class Command(BaseCommand):
         matching = selection.jobs()
         count = matching.count()
         self.stdout.write(f"Dry run: would {name} {selection.describe(count)}{terms}.")
+        if name == "cancel" and selection.status == "in-progress":
+            self.stdout.write(ASKED_TO_STOP)
         self._rows(matching, PREVIEW_ROWS)
         self.stdout.write(f"Nothing was changed. Run again with --yes to {name} them.")
 
@@ -140,6 +150,8 @@ class Command(BaseCommand):
         message = f"{selection.describe(done[0])} {action.past_tense}."
         if action.method == "release_all":
             message += _still_blocked(selection)
+        if name == "cancel" and selection.status == "in-progress":
+            message += f" {ASKED_TO_STOP}"
         self.stdout.write(message[0].upper() + message[1:])
         self._audit(name, selection, done[0], True, message, force)
 
@@ -162,6 +174,7 @@ class Command(BaseCommand):
             message=message,
             details={**source, **selection.filters()},
             link_to=link_to,
+            backend=self.target,
         )
         if written:
             self.stdout.write(f"Recorded in the audit log as {audit.actor()}.")

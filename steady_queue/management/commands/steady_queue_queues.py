@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.models.queue import Queue
-from steady_queue.ops import audit
+from steady_queue.ops import audit, backends
 from steady_queue.ops.queues import all_queues, exists
 
 
@@ -20,20 +20,39 @@ class Command(BaseCommand):
         parser.add_argument("action", choices=["list", "pause", "resume"])
         parser.add_argument("name", nargs="?", help="The queue to pause or resume.")
         parser.add_argument("--yes", action="store_true", help="Really pause (default: dry run).")
+        backends.add_argument(parser)
 
     def handle(self, *args, **options) -> None:
-        action, name = options["action"], options["name"]
+        try:
+            self.target = backends.resolve(options["backend"])
+        except backends.BackendError as exc:
+            raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
+        with self.target.active():
+            self._handle(options["action"], options["name"], options["yes"])
+
+    def _handle(self, action: str, name: str | None, really: bool) -> None:
         if action == "list":
             return self._list()
         if not name:
             raise CommandError(f"{action} needs the name of a queue.")
+        self._check_backend(action, name)
         if not exists(name):
             raise CommandError(f"No queue named {name!r}: it is not configured, paused or used.")
         queue = Queue(name)
         if action == "pause":
-            self._pause(queue, options["yes"])
+            self._pause(queue, really)
         else:
             self._resume(queue)
+
+    def _check_backend(self, action: str, name: str) -> None:
+        """Refuse a queue of another database's backend (CommandError, exit status 2)."""
+        try:
+            backends.check_queues(self.target, [name])
+        except backends.BackendError as exc:
+            # A pause made in this database by mistake can still be resumed here.
+            if action == "resume" and Queue(name).is_paused:
+                return
+            raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
 
     def _list(self) -> None:
         self.stdout.write(f"{'QUEUE':<24} {'READY':>9} {'LATENCY':>9}  STATE")
@@ -66,6 +85,8 @@ class Command(BaseCommand):
         self._done("resume", queue, f"Queue {queue.name} is running again.")
 
     def _done(self, action: str, queue: Queue, message: str) -> None:
+        if self.target.explicit:
+            message = f"{message} (backend {self.target.backend})"
         self.stdout.write(message)
         written = audit.record(
             action,
@@ -75,6 +96,7 @@ class Command(BaseCommand):
             message=message,
             details={"source": "manage.py steady_queue_queues"},
             link_to=("queue-detail", queue.name),
+            backend=self.target,
         )
         if written:
             self.stdout.write(f"Recorded in the audit log as {audit.actor()}.")
