@@ -32,7 +32,8 @@ def log_loaded(keys: Iterable[str]) -> None:
     listed = ", ".join(keys[:LISTED_KEYS])
     if len(keys) > LISTED_KEYS:
         listed += f" and {len(keys) - LISTED_KEYS} more"
-    logger.info("Loaded %d recurring tasks: %s", len(keys), listed)
+    noun = "recurring task" if len(keys) == 1 else "recurring tasks"
+    logger.info("Loaded %d %s: %s", len(keys), noun, listed)
 
 
 def warn_unfound(declared: list[Recurrence], stored) -> None:
