@@ -25,6 +25,10 @@ MISSING_TABLE = re.compile(
 )
 
 
+UNDEFINED_TABLE_SQLSTATE = "42P01"
+MYSQL_NO_SUCH_TABLE = 1146
+
+
 class TablesMissing(DatabaseError):
     """Steady Queue's tables are not in the queue database: its migrations were not run.
 
@@ -85,17 +89,26 @@ def missing_table_error(exc: DatabaseError, alias: str) -> TablesMissing | None:
     """The clearer error to raise for ``exc`` when it says a Steady Queue table is missing."""
     found = MISSING_TABLE.search(str(exc))
     table = found and next(name for name in found.groups() if name)
-    if not table or not table.startswith(TABLE_PREFIX):
+    if table and not table.startswith(TABLE_PREFIX):
         return None
+    if not table and not _is_undefined_table(exc):
+        return None
+    what = f"Steady Queue's table {table} is" if table else "A Steady Queue table is"
     error_class = (
         TablesMissingOperationalError
         if isinstance(exc, OperationalError)
         else TablesMissingProgrammingError
     )
     return error_class(
-        f"Steady Queue's table {table} is not in database {alias!r}: {MIGRATE_HINT} "
-        f"(the database said: {exc})"
+        f"{what} not in database {alias!r}: {MIGRATE_HINT} (the database said: {exc})"
     )
+
+
+def _is_undefined_table(exc: DatabaseError) -> bool:
+    """By the error's code, where the server's messages are not in English."""
+    if getattr(exc.__cause__, "sqlstate", None) == UNDEFINED_TABLE_SQLSTATE:  # PostgreSQL
+        return True
+    return bool(exc.args) and exc.args[0] == MYSQL_NO_SUCH_TABLE
 
 
 def _is_steady_queue(backend_class) -> bool:
