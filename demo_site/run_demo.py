@@ -22,6 +22,8 @@ MANAGE = [sys.executable, str(HERE / "manage.py")]
 USERNAME = "admin"
 PASSWORD = "admin"
 STOP_TIMEOUT = 30.0
+# How many ports after a busy one to look at for a free one to suggest.
+PORTS_TRIED = 20
 
 
 class Stop(Exception):
@@ -57,9 +59,27 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def ensure_port_free(host: str, port: int) -> None:
+    """Exit, naming a free port to use instead, when ``port`` is taken."""
+    if port_free(host, port):
+        return
+    spare = next((p for p in range(port + 1, port + PORTS_TRIED) if port_free(host, p)), port + 1)
+    sys.exit(
+        f"run_demo: port {port} is in use: make demo PORT={spare} (or run_demo.py --port {spare})"
+    )
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether the web server could listen on ``port``: nothing answers, and it binds."""
+    if accepts_connections(host, port):
+        return False
     with socket.socket() as probe:
-        if probe.connect_ex((host, port)) == 0:
-            sys.exit(f"run_demo: {host}:{port} is already in use; pick another with --port.")
+        # As the web server does, so that a connection closing on the port is no bar.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def prepare() -> None:

@@ -31,6 +31,8 @@ START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 
 MIX_TIMEOUT = 90.0
+# A card number of the demo's charge_card jobs, shown in full.
+CARD_NUMBER = re.compile(r"\b4\d{15}\b")
 
 EXPECTED = [
     ("/", 200, None),
@@ -88,7 +90,7 @@ def main() -> int:
         try:
             problems = check_pages(demo, port)
             if not problems:
-                problems = check_mix(environment) + check_dashboard(port)
+                problems = check_mix(environment) + check_dashboard(port, environment)
         finally:
             problems += stop(demo)
     for problem in problems:
@@ -154,18 +156,10 @@ def check_mix(environment: dict[str, str]) -> list[str]:
 
 def read_counts(environment: dict[str, str]) -> dict[str, int]:
     code = "import json; from demo import seeding; print(json.dumps(seeding.counts()))"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "demo_site" / "manage.py"), "shell", "-c", code],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(manage_shell(code, environment))
 
 
-def check_dashboard(port: int) -> list[str]:
+def check_dashboard(port: int, environment: dict[str, str]) -> list[str]:
     """Log in through the admin's form, then read every dashboard screen."""
     base = f"http://127.0.0.1:{port}"
     opener = urllib.request.build_opener(
@@ -197,7 +191,38 @@ def check_dashboard(port: int) -> list[str]:
             status = error.code
         if status != 200:
             problems.append(f"GET {path} as staff answered {status}, expected 200")
-    return problems
+    return problems + check_cards_masked(opener, base, environment)
+
+
+def check_cards_masked(opener, base: str, environment: dict[str, str]) -> list[str]:
+    """The demo's charge_card masks its card number: no page may show one in full."""
+    code = (
+        "import json; from steady_queue.models import Job; print(json.dumps(list("
+        "Job.objects.filter(task_path='demo.tasks.charge_card').values_list('pk', flat=True))))"
+    )
+    job_ids = json.loads(manage_shell(code, environment))
+    if not job_ids:
+        return ["the demo enqueued no charge_card job"]
+    paths = ["/jobs/failed/", "/jobs/scheduled/", *(f"/jobs/{pk}/" for pk in job_ids)]
+    shown = []
+    for path in paths:
+        body = opener.open(f"{base}{path}", timeout=30).read().decode()
+        if CARD_NUMBER.search(body):
+            shown.append(path)
+    return [f"a card number is shown in full on {', '.join(shown)}"] if shown else []
+
+
+def manage_shell(code: str, environment: dict[str, str]) -> str:
+    """Run ``code`` in the demo's ``manage.py shell``; return its last line of output."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "demo_site" / "manage.py"), "shell", "-c", code],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.strip().splitlines()[-1]
 
 
 def stop(demo: subprocess.Popen) -> list[str]:

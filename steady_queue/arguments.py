@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import warnings
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
 from django.apps import apps
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 TAG = "__sq__"
 
@@ -119,6 +122,15 @@ def _tagged(kind: str, convert):
 
 
 def _dump_datetime(value: dt.datetime, path: str) -> dict:
+    if settings.USE_TZ and timezone.is_naive(value):
+        # As Django's DateTimeField does: warn, and read it in the default time zone.
+        warnings.warn(
+            f"Argument {path} received a naive datetime ({value}) while time zone "
+            "support is active.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        value = timezone.make_aware(value, timezone.get_default_timezone())
     stored = {TAG: "datetime", "value": value.isoformat()}
     # ISO 8601 keeps only the offset: keep the zone too, so that date arithmetic
     # in the task follows the same daylight saving rules as the caller's.

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 
 from . import db
 from .compat import (
@@ -20,6 +21,7 @@ from .compat import (
     task_backends,
     task_enqueued,
 )
+from .preflight import missing_table_error
 from .retries import SteadyQueueTask
 
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
@@ -57,8 +59,14 @@ class SteadyQueueBackend(BaseTaskBackend):
         if (open_batch := joining(self.database)) is not None:
             for job in jobs:
                 job.batch_id = open_batch.pk
-        with db.using_alias(self.database), tracing.enqueue_span(jobs):
-            holders = storage.enqueue(jobs)
+        with db.using_alias(self.database) as alias, tracing.enqueue_span(jobs):
+            try:
+                holders = storage.enqueue(jobs)
+            except DatabaseError as exc:
+                # A missing table means migrations were not run: say so, not just the SQL.
+                if (clearer := missing_table_error(exc, alias)) is not None:
+                    raise clearer from exc
+                raise
         results = self._results(jobs, holders, [task for task, _, _ in calls])
         for job, holder, result in zip(jobs, holders, results, strict=True):
             if holder is job:

@@ -7,6 +7,7 @@ import os
 import uuid
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 RICH_VALUES = [
     datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC),
     datetime(2024, 2, 29, 23, 59, 58, 654321, tzinfo=timezone(timedelta(hours=-3, minutes=-30))),
-    datetime(2024, 1, 1, 12, 0),
+    datetime(2024, 1, 1, 12, 0, tzinfo=ZoneInfo("Europe/Paris")),  # naive: see test_naive_*
     date(1999, 12, 31),
     time(7, 8, 9, 10),
     time(7, 8, tzinfo=UTC),

@@ -21,6 +21,7 @@ from steady_queue.rate_limits import rate_limit
 from steady_queue.recurring_task import recurring
 from steady_queue.retries import retry_policy
 from steady_queue.uniqueness import unique
+from steady_queue_dashboard.masking import masked_arguments
 
 from .models import Customer
 
@@ -57,6 +58,7 @@ def crunch_numbers(context, steps: int = 20, step_seconds: float = 1.0) -> int:
     return total
 
 
+@masked_arguments("card_number")  # the dashboard shows it as [masked]
 @task(priority=5)
 def charge_card(card_number: str, amount: Decimal) -> None:
     """Always fails, a few frames deep, so that the dashboard has a traceback to show."""

@@ -34,7 +34,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         from .collector import QueueCollector
     except ImportError as exc:
         raise ImproperlyConfigured(
-            "steady_queue.metrics needs prometheus_client: pip install 'steady-queue[prometheus]'"
+            "steady_queue.metrics needs prometheus_client: install the prometheus-client "
+            "package (it is Steady Queue's [prometheus] extra; install that from the "
+            "project's checkout, not as steady-queue from the package index)"
         ) from exc
     if not _allowed(request):
         response = HttpResponse("Unauthorized\n", status=401, content_type="text/plain")

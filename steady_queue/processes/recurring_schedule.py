@@ -15,6 +15,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from ..recurring_task import discover
+from . import recurring_findings
 
 logger = logging.getLogger("steady_queue.scheduler")
 
@@ -36,8 +37,11 @@ class RecurringSchedule:
         """Store the tasks declared in code, then catch up runs missed while none ran."""
         from ..models import RecurringTask
 
-        RecurringTask.objects.sync_static(discover())
+        declared = discover()
+        recurring_findings.warn_unfound(declared, RecurringTask.objects.all())
+        RecurringTask.objects.sync_static(declared)
         self.reload()
+        recurring_findings.log_loaded(self.tasks)
         now = self.clock()
         for task in self.tasks.values():
             for run_at in task.missed_runs(now):

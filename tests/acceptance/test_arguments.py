@@ -37,7 +37,7 @@ ROUND_TRIPS = [
     dt.datetime(2024, 3, 31, 1, 30, 15, 123456, tzinfo=PARIS),
     dt.datetime(2024, 7, 14, 12, 0, tzinfo=PARIS),
     dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
-    dt.datetime(2024, 1, 2, 3, 4, 5, 6),
+    dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=PARIS),  # naive: see below
     dt.date(2024, 2, 29),
     dt.time(23, 59, 59, 999999),
     dt.time(8, 30, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
@@ -74,6 +74,26 @@ def test_zone_aware_datetime_keeps_its_zone():
     assert received == before_dst
     assert received.tzinfo == PARIS
     assert (received + dt.timedelta(days=1)).utcoffset() == dt.timedelta(hours=2)
+
+
+def test_naive_datetime_warns_and_is_read_in_the_default_time_zone(settings):
+    # As Django's DateTimeField treats one while USE_TZ is on.
+    settings.TIME_ZONE = "Europe/Paris"
+    naive = dt.datetime(2024, 1, 2, 3, 4, 5, 6)
+    with pytest.warns(RuntimeWarning, match="naive datetime .* time zone support is active"):
+        receive.enqueue(naive)
+    run_ready_jobs()
+    [((received,), _)] = seen("receive")
+    assert received == naive.replace(tzinfo=PARIS)
+
+
+def test_naive_datetime_round_trips_without_time_zone_support(settings):
+    settings.USE_TZ = False
+    naive = dt.datetime(2024, 1, 2, 3, 4, 5, 6)
+    receive.enqueue(naive)
+    run_ready_jobs()
+    [((received,), _)] = seen("receive")
+    assert received == naive and received.tzinfo is None
 
 
 def test_tuples_come_back_as_lists():

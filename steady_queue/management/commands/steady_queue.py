@@ -7,9 +7,10 @@ import sys
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
+from django.db import InterfaceError, OperationalError
 
 import steady_queue
-from steady_queue import configuration
+from steady_queue import configuration, preflight
 from steady_queue.processes.per_database import run_per_database
 from steady_queue.processes.pidfile import SupervisorAlreadyRunning
 from steady_queue.processes.supervisor import Supervisor
@@ -78,7 +79,10 @@ class Command(BaseCommand):
             config = configuration.load(options["config"])
         except ImproperlyConfigured as exc:
             raise CommandError(f"Invalid Steady Queue configuration:\n{exc}") from exc
+        if problem := preflight.backend_problem():
+            raise CommandError(problem, returncode=2)
         databases = list(dict.fromkeys(_database_of(alias) for alias in options["backend"] or []))
+        _check_tables(databases or [steady_queue.database])
 
         def supervise() -> int:
             supervisor = Supervisor.from_configuration(
@@ -113,6 +117,21 @@ def _database_of(alias: str) -> str:
     if not isinstance(backend, SteadyQueueBackend):
         raise CommandError(f"--backend {alias!r} is not a Steady Queue backend.")
     return backend.database or steady_queue.database
+
+
+def _check_tables(databases: list[str]) -> None:
+    """Refuse to start on a database without the tables: its workers would only idle."""
+    for database in databases:
+        try:
+            problem = preflight.tables_problem(database)
+        except (OperationalError, InterfaceError) as exc:
+            # Unreachable now: the supervisor waits for it as for any outage.
+            logging.getLogger("steady_queue.processes").warning(
+                "Could not check the tables of database %r before starting: %s", database, exc
+            )
+            continue
+        if problem:
+            raise CommandError(problem, returncode=2)
 
 
 def _configure_logging(verbosity: int) -> None:
