@@ -8,6 +8,7 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -34,6 +35,13 @@ def guard(view: Callable | None = None, *, action: bool = False) -> Callable:
     def decorate(view: Callable) -> Callable:
         @wraps(view)
         def guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            # After "Log out", the back button must not show what was on screen: no page,
+            # fragment or action answer of the console is kept by the browser.
+            response = _guarded(request, *args, **kwargs)
+            add_never_cache_headers(response)
+            return response
+
+        def _guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             user = request.user
             if not user.is_authenticated:
                 return _to_login(request)
