@@ -8,10 +8,12 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from ..ops import queues
 from ..ops.durations import parse_duration
 from .problems import HealthCheck, Problem
 
 logger = logging.getLogger("steady_queue.health")
+MAX_QUEUES = 20
 
 
 @never_cache
@@ -43,7 +45,14 @@ def health_view(request: HttpRequest) -> JsonResponse:
 
 def _check_from(request: HttpRequest) -> HealthCheck:
     max_latency = request.GET.get("max_latency")
+    names = [queue for queue in request.GET.getlist("queue") if queue]
+    # Anyone may ask: a bounded number of names, each costing at most two index look-ups.
+    if len(names) > MAX_QUEUES:
+        raise ValueError(f"At most {MAX_QUEUES} queue parameters.")
+    for name in names:
+        if not queues.exists(name):
+            raise ValueError(f"Unknown queue {name!r}.")
     return HealthCheck(
         max_latency=parse_duration(max_latency) if max_latency else None,
-        queues=[queue for queue in request.GET.getlist("queue") if queue],
+        queues=names,
     )

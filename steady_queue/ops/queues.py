@@ -17,11 +17,14 @@ def all_queues() -> list[Queue]:
     return sorted(found + idle, key=lambda queue: queue.name)
 
 
-def exists(name: str) -> bool:
-    """Whether ``name`` is a queue: configured, paused, or used by any job."""
+def exists(name: str, config: str | None = None) -> bool:
+    """Whether ``name`` is a queue: configured, paused, or used by any job.
+
+    ``config``: the dotted path of the workers' Configuration.Options, if not the default.
+    """
     from ..models import Job, Pause
 
-    if name in configured_queues():
+    if name in configured_queues(config):
         return True
     if "\x00" in name:  # no database stores it, and PostgreSQL refuses to compare it
         return False
@@ -31,7 +34,7 @@ def exists(name: str) -> bool:
     )
 
 
-def configured_queues() -> set[str]:
+def configured_queues(config: str | None = None) -> set[str]:
     """Queue names declared in the workers' configuration and in TASKS (QUEUES).
 
     Of TASKS, only the backends whose jobs are in the current queue database: another
@@ -39,7 +42,7 @@ def configured_queues() -> set[str]:
     """
     names = declared_in(db.alias())
     try:
-        workers = configuration.load().configured_workers
+        workers = configuration.load(config).configured_workers
     except ImproperlyConfigured:  # reported by manage.py check
         workers = []
     for worker in workers:

@@ -163,3 +163,13 @@ def test_an_invalid_configuration_is_reported(db, settings):
     settings.STEADY_QUEUE = "workers please"
     result = health()
     assert (result.code, result.problems()) == (1, ["invalid_configuration"])
+
+
+def test_an_unknown_queue_is_a_usage_error_not_a_healthy_queue(healthy_processes):
+    with pytest.raises(CommandError, match="Unknown queue 'no-such-queue'") as raised:
+        health("--queue", "no-such-queue")
+    assert raised.value.returncode == 2
+
+
+def test_a_queue_of_the_given_configuration_is_known(healthy_processes):
+    assert health(*TWO_QUEUES, "--queue", "background").code == 0

@@ -75,3 +75,23 @@ def test_a_bad_max_latency_answers_400_and_says_why(db):
 def test_head_is_answered_and_post_refused(healthy_processes):
     assert Client().head(URL).status_code == 200
     assert Client().post(URL).status_code == 405
+
+
+def test_an_unknown_queue_is_refused_not_reported_healthy(healthy_processes):
+    response = Client().get(URL, {"queue": "no-such-queue"})
+    assert response.status_code == 400
+    assert response.json() == {"status": "error", "error": "Unknown queue 'no-such-queue'."}
+
+
+def test_a_queue_known_only_by_its_jobs_is_checked(healthy_processes):
+    tasks.noop.using(backend="secondary", queue_name="made_up_by_a_job").enqueue()
+    assert Client().get(URL, {"queue": "made_up_by_a_job"}).status_code == 200
+
+
+def test_an_anonymous_probe_cannot_multiply_its_queue_lookups(
+    healthy_processes, django_assert_max_num_queries
+):
+    many = {"queue": [f"q{i}" for i in range(21)]}
+    with django_assert_max_num_queries(0):
+        response = Client().get(URL, many)
+    assert response.status_code == 400

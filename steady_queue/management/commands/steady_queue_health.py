@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 import steady_queue
 from steady_queue.health import HealthCheck, LivenessFile, Problem
-from steady_queue.ops import backends
+from steady_queue.ops import backends, queues
 from steady_queue.ops.durations import argument as duration
 
 UNHEALTHY = 1
@@ -72,6 +72,12 @@ class Command(BaseCommand):
         except backends.BackendError as exc:
             raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
         with target.active():
+            if unknown := [q for q in options["queue"] if not queues.exists(q, options["config"])]:
+                raise CommandError(
+                    f"Unknown queue {unknown[0]!r}: no configured queue, pause or job has that "
+                    "name (steady_queue_queues list shows them).",
+                    returncode=backends.USAGE_ERROR,
+                )
             problems = self._problems(options)
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(problems)))
