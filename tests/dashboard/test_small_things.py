@@ -17,6 +17,8 @@ from steady_queue.recurring_task import describe
 from steady_queue_dashboard import charts
 from tests.tasks import dashboard as tasks
 
+from .trust_helpers import hidden_fields
+
 pytestmark = pytest.mark.django_db
 
 
@@ -45,7 +47,14 @@ def test_blocked_jobs_can_be_released_in_bulk(admin_client):
     html = admin_client.get(url("job-list", "blocked")).content.decode()
     assert "Release selected" in html
     chosen = [blocked[0].pk, blocked[2].pk]
-    admin_client.post(url("jobs-release", "blocked"), {"scope": "selected", "ids": chosen})
+    # No slot of the key is free: the release asks before running them over the limit.
+    asked = admin_client.post(
+        url("jobs-release", "blocked"), {"scope": "selected", "ids": chosen}
+    ).content.decode()
+    states = {job.pk: Job.objects.with_execution().get(pk=job.pk).state for job in blocked}
+    assert set(states.values()) == {"blocked"}
+    assert "Run 2 jobs over the limit" in asked
+    admin_client.post(url("jobs-release", "blocked"), hidden_fields(asked, "sq-release-form"))
     states = {job.pk: Job.objects.with_execution().get(pk=job.pk).state for job in blocked}
     assert states == {blocked[0].pk: "ready", blocked[1].pk: "blocked", blocked[2].pk: "ready"}
 
