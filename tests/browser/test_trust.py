@@ -52,6 +52,6 @@ def test_discarding_one_job_asks_first(open_dashboard):
     expect(confirm).to_contain_text(f"Discard job #{result.id}?")
     expect(confirm).to_contain_text("tests.tasks.dashboard.fail")
     assert Job.objects.filter(pk=result.id).exists()
-    confirm.get_by_role("button", name=f"Discard #{result.id}").click()
+    confirm.get_by_role("button", name=f"Discard job #{result.id}").click()
     expect(page.locator("#sq-messages")).to_contain_text(f"Job {result.id} was discarded.")
     assert not Job.objects.filter(pk=result.id).exists()

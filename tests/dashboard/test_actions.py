@@ -80,6 +80,14 @@ def test_cancel_ends_a_pending_job_once_confirmed_and_audits_it(admin_client, jo
     assert entry.action == "cancel" and entry.succeeded and entry.affected == 1
 
 
+def test_the_cancel_confirmation_words_its_two_buttons_apart(admin_client, jobs):
+    """Issue 25, 11: "Cancel #116" beside "Cancel" left the operator guessing."""
+    asked = admin_client.post(url("job-cancel", jobs.pending.pk)).content.decode()
+    assert f">Cancel job #{jobs.pending.pk}</button>" in asked
+    assert ">Go back, change nothing</a>" in asked
+    assert ">Cancel</a>" not in asked
+
+
 def test_cancel_asks_a_running_job_to_stop_and_its_page_says_so(admin_client, jobs):
     asked = admin_client.post(url("job-cancel", jobs.running.pk)).content.decode()
     response = admin_client.post(
