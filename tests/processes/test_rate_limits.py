@@ -30,6 +30,9 @@ def violations(times: list[float], to: int, per: float) -> list[tuple[float, flo
     return [(a, b) for a, b in zip(times, times[to:], strict=False) if b - a < per]
 
 
+JITTERED_SECOND = 0.7
+
+
 def test_five_a_second_across_two_supervisors_of_two_workers(start_supervisor, tmp_path):
     log = tmp_path / "starts.log"
     log.touch()
@@ -45,7 +48,10 @@ def test_five_a_second_across_two_supervisors_of_two_workers(start_supervisor, t
     seen = starts(log)
     limited = sorted(at for label, at in seen.items() if label.startswith("limited-"))
     assert len(limited) == LIMITED
-    assert violations(limited, to=5, per=1.0) == []
+    # Starts are stamped in the task's body, after admission: a loaded machine delays a
+    # body by up to a few hundred ms (CI saw 0.84 s between a start and the fifth after it),
+    # while a limit not enforced starts all 40 within a fraction of a second.
+    assert violations(limited, to=5, per=JITTERED_SECOND) == []
     # 40 starts at 5 a second take at least 7 s; they started in 4 worker processes.
     assert limited[-1] - limited[0] >= 7.0
     assert len(set(Job.objects.values_list("attempts__0__worker_id", flat=True))) >= 2
