@@ -62,7 +62,7 @@ def resolve(alias: str | None) -> Target:
     """
     if alias is None:
         return Target(DEFAULT_TASK_BACKEND_ALIAS, steady_queue.database)
-    return Target(alias, _database_of(alias), explicit=True)
+    return Target(alias, database_of(alias), explicit=True)
 
 
 def check_queues(target: Target, names) -> None:
@@ -93,7 +93,8 @@ def declared_in(database: str) -> set[str]:
     return names
 
 
-def _database_of(alias: str) -> str:
+def database_of(alias: str) -> str:
+    """The queue database of the Steady Queue backend ``alias``; BackendError otherwise."""
     from ..backend import SteadyQueueBackend
 
     try:

@@ -11,6 +11,7 @@ from django.db import InterfaceError, OperationalError
 
 import steady_queue
 from steady_queue import configuration, preflight
+from steady_queue.ops import backends
 from steady_queue.processes.per_database import run_per_database
 from steady_queue.processes.pidfile import SupervisorAlreadyRunning
 from steady_queue.processes.supervisor import Supervisor
@@ -107,16 +108,10 @@ class Command(BaseCommand):
 
 
 def _database_of(alias: str) -> str:
-    from steady_queue.backend import SteadyQueueBackend
-    from steady_queue.compat import task_backends
-
     try:
-        backend = task_backends[alias]
-    except ImproperlyConfigured as exc:  # Django's InvalidTaskBackend, the backport's Error
-        raise CommandError(f"--backend {alias!r}: there is no such backend in TASKS.") from exc
-    if not isinstance(backend, SteadyQueueBackend):
-        raise CommandError(f"--backend {alias!r} is not a Steady Queue backend.")
-    return backend.database or steady_queue.database
+        return backends.database_of(alias)
+    except backends.BackendError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 def _check_tables(databases: list[str]) -> None:
