@@ -10,7 +10,8 @@ class SteadyQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Imported for their side effects: system checks, log receivers, the receiver
-        # that announces jobs a crash failed, and the one that sends NOTIFY wake-ups.
-        from . import checks, log, results  # noqa: F401
+        # Imported for their side effects: system checks, the receivers that log each
+        # job's start and end and announce jobs a crash failed (results), and the one
+        # that sends NOTIFY wake-ups.
+        from . import checks, results  # noqa: F401
         from .storage import notify  # noqa: F401

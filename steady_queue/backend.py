@@ -11,10 +11,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
-from . import db
+from . import db, ours
 from .compat import (
     BaseTaskBackend,
-    InvalidTask,
     Task,
     TaskResult,
     TaskResultDoesNotExist,
@@ -27,6 +26,7 @@ from .retries import SteadyQueueTask
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
 
 
+@ours.register
 class SteadyQueueBackend(BaseTaskBackend):
     supports_defer = True
     supports_async_task = True
@@ -52,10 +52,14 @@ class SteadyQueueBackend(BaseTaskBackend):
         """
         from . import storage, tracing
         from .batches import joining
+        from .models import Job
 
         calls = list(calls)
         validated: set[int] = set()  # ids of the Task objects already validated
-        jobs = [self._build_job(task, args, kwargs, validated) for task, args, kwargs in calls]
+        jobs = [
+            Job.for_task_call(task, args, kwargs, backend=self, validated=validated)
+            for task, args, kwargs in calls
+        ]
         if (open_batch := joining(self.database)) is not None:
             for job in jobs:
                 job.batch_id = open_batch.pk
@@ -96,24 +100,6 @@ class SteadyQueueBackend(BaseTaskBackend):
 
         yield from super().check(**kwargs)
         yield from check_backend(self)
-
-    def _build_job(
-        self,
-        task: Task,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        validated: set[int] | None = None,
-    ):
-        from .models import Job
-
-        if task.backend != self.alias:
-            raise InvalidTask(f"Task {task.module_path} uses backend {task.backend!r}.")
-        # A bulk enqueue repeats its tasks: ``validated`` holds those already checked.
-        if validated is None or id(task) not in validated:
-            self.validate_task(task)
-            if validated is not None:
-                validated.add(id(task))
-        return Job.for_task_call(task, args, kwargs, backend=self.alias)
 
     def validate_task(self, task: Task) -> None:
         # Django validates run_after as a datetime; a delay is valid here too.

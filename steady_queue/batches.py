@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from . import db
+from . import db, ours
 from .compat import Task, task_backends
 from .exceptions import BatchError
 from .models import Batch, Job
@@ -95,13 +95,11 @@ def joining(database: str | None) -> Batch | None:
 
 
 def _queue_database(alias: str) -> str | None:
-    from .backend import SteadyQueueBackend
-
     try:
         backend = task_backends[alias]
     except Exception as exc:
         raise BatchError(f"No task backend {alias!r} for the batch.") from exc
-    if not isinstance(backend, SteadyQueueBackend):
+    if not ours.is_ours(backend):
         raise BatchError(f"Backend {alias!r} is no Steady Queue backend: it keeps no batch.")
     return backend.database
 

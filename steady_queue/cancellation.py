@@ -5,12 +5,16 @@ through ``steady_queue.context.cancelled()``, which asks the database at most ev
 ``CHECK_INTERVAL`` per job (a task may call it in a tight loop), and through
 ``report_progress``. Once a run has seen the request, it ends as cancelled however it
 ends: ``perform`` asks ``seen()`` when the task returns.
+
+The question itself is the caller's (``ask``): this module keeps what the process
+knows, below the models.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 CHECK_INTERVAL = 0.25
 
@@ -18,16 +22,15 @@ _lock = threading.Lock()
 _known: dict[int, tuple[float, bool]] = {}  # job id -> (when asked, requested)
 
 
-def requested(job_id: int) -> bool:
-    """Whether cancelling the job ``job_id`` was asked for (cached for CHECK_INTERVAL)."""
+def requested(job_id: int, ask: Callable[[], bool]) -> bool:
+    """Whether cancelling the job ``job_id`` was asked for: ``ask()`` (the database) at
+    most every CHECK_INTERVAL, the last answer in between."""
     now = time.monotonic()
     with _lock:
         known = _known.get(job_id)
     if known is not None and (known[1] or now - known[0] < CHECK_INTERVAL):
         return known[1]
-    from .models import Job
-
-    asked = Job.objects.filter(pk=job_id, cancel_requested_at__isnull=False).exists()
+    asked = ask()
     with _lock:
         _known[job_id] = (now, asked)
     return asked

@@ -77,16 +77,3 @@ def limits_concurrency(
 def limit_for(task_path: str) -> ConcurrencyLimit | None:
     """Return the concurrency limit declared for the task at ``task_path``, if any."""
     return _registry.get(task_path)
-
-
-def run_maintenance(batch_size: int = 500) -> int:
-    """Expire semaphores past their duration and release jobs blocked for too long.
-
-    The dispatcher calls this every ``concurrency_maintenance_interval``: it is the
-    failsafe for a job that never signalled its semaphore (its worker was killed).
-    Return how many blocked jobs were released.
-    """
-    from .models import BlockedExecution, Semaphore
-
-    Semaphore.expire_in_batches(batch_size)
-    return BlockedExecution.unblock(batch_size)

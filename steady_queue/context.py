@@ -63,7 +63,13 @@ def cancelled(context: TaskContext) -> bool:
     it returned True, the run ends as cancelled (failed with ``JobCancelled``) however
     the task ends, by returning or raising.
     """
-    return cancellation.requested(int(context.task_result.id))
+    from .models import Job
+
+    job_id = int(context.task_result.id)
+    # The query is built only when asked: a loop calling this mostly gets the cached answer.
+    return cancellation.requested(
+        job_id, lambda: Job.objects.filter(pk=job_id, cancel_requested_at__isnull=False).exists()
+    )
 
 
 areport_progress = sync_to_async(report_progress)

@@ -30,6 +30,9 @@ interrupted with ``JobCancelled`` (again while it runs on), failed for good.
 
 Never delivered late: the exception is raised only while the run's task is called,
 under a lock the run takes when the call returns, and a pending one is cleared then.
+
+How a job is ended for its run is the runner's (``end_job``, given with each run:
+``perform.end_stuck``): this module knows threads and clocks, not the storage.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("steady_queue.perform")
 
+#: Ends the job of a run that did not stop: called with the run's claim, the error it
+#: fails with and whether that is final (a cancel: no retry); returns whether this call
+#: recorded the end (False: the job had ended already).
+EndJob = Callable[["ClaimedExecution", BaseException, bool], bool]
+
 # How long a run gets to stop by itself once interrupted, before its job is ended for it.
 INTERRUPT_WAIT = 0.2
 
@@ -75,6 +83,7 @@ class Run:
     seconds: float | None
     thread: int
     interruptible: bool
+    end_job: EndJob
     #: Called with JobTimeout or JobCancelled instead of raising it in ``thread``.
     interrupt: Callable[[type[BaseException]], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -113,6 +122,7 @@ class Watchdog(threading.Thread):
         seconds: float | None,
         *,
         interruptible: bool,
+        end_job: EndJob,
         interrupt: Callable[[type[BaseException]], None] | None = None,
     ) -> Run:
         run = Run(
@@ -120,6 +130,7 @@ class Watchdog(threading.Thread):
             seconds=seconds,
             thread=threading.get_ident(),
             interruptible=interruptible,
+            end_job=end_job,
             interrupt=interrupt,
         )
         with self._condition:
@@ -215,16 +226,13 @@ def end_for(run: Run, cancel: bool | None = None) -> None:
     """
     from django.db import connections
 
-    from . import storage
-    from .models.claimed_finish import Failure
-
     cancel = run.expired is JobCancelled if cancel is None else cancel
     exc = _with_stack(cancel_error(run) if cancel else timeout_error(run), run)
     try:
-        finished = storage.for_alias().finish(run.claimed, Failure(exc, final=cancel))
+        recorded = run.end_job(run.claimed, exc, cancel)
     finally:
         connections.close_all()  # this thread's own: the watchdog sleeps until its next deadline
-    if finished.recorded:
+    if recorded:
         logger.warning(
             "Job %s did not stop (%s); it failed with %s",
             run.claimed.job_id,
@@ -255,6 +263,7 @@ def call_with_deadline(
     seconds: float | None,
     call: Callable[[], Any],
     *,
+    end_job: EndJob,
     interruptible: bool = True,
 ) -> Any:
     """Run ``call()`` (the task) under a timeout of ``seconds`` (None: none).
@@ -263,7 +272,7 @@ def call_with_deadline(
     is over (``cancel_after``). ``interruptible=False`` (an async task, cancelled by its
     own event loop): the watchdog only ends the job for it if it does not stop.
     """
-    run = watchdog().watch(claimed, seconds, interruptible=interruptible)
+    run = watchdog().watch(claimed, seconds, interruptible=interruptible, end_job=end_job)
     try:
         value = call()
     except TimeoutInterrupt as exc:

@@ -219,10 +219,15 @@ class Call:
                 job_id = self.claimed.job_id
                 call = functools.partial(bounded, self.coroutine(), self.seconds, job_id)
             return deadlines.call_with_deadline(
-                self.claimed, self.seconds, call, interruptible=False
+                self.claimed, self.seconds, call, end_job=end_stuck, interruptible=False
             )
         call = functools.partial(self.task.call, *self.args, **self.kwargs)
-        return deadlines.call_with_deadline(self.claimed, self.seconds, call)
+        return deadlines.call_with_deadline(self.claimed, self.seconds, call, end_job=end_stuck)
+
+
+def end_stuck(claimed: ClaimedExecution, error: BaseException, final: bool) -> bool:
+    """End the job of a run that did not stop when interrupted (``deadlines.EndJob``)."""
+    return storage.for_alias().finish(claimed, Failure(error, final=final)).recorded
 
 
 def _call(task, result: TaskResult, claimed: ClaimedExecution) -> Generator[Call, Any, Any]:

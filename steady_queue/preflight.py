@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import DatabaseError, OperationalError, ProgrammingError, connections
 from django.utils.module_loading import import_string
 
+from . import ours
+
 BACKEND_PATH = "steady_queue.backend.SteadyQueueBackend"
 MIGRATE_HINT = "run manage.py migrate"
 TABLE_PREFIX = "steady_queue_"
@@ -52,7 +54,7 @@ def backend_problem() -> str | None:
             backend_class = import_string(config.get("BACKEND", ""))
         except ImportError:
             continue  # the tasks framework reports it where the backend is used
-        if _is_steady_queue(backend_class):
+        if ours.is_our_class(backend_class):
             return None
     return (
         f"No backend in the TASKS setting is {BACKEND_PATH}: .enqueue() does not store "
@@ -109,9 +111,3 @@ def _is_undefined_table(exc: DatabaseError) -> bool:
     if getattr(exc.__cause__, "sqlstate", None) == UNDEFINED_TABLE_SQLSTATE:  # PostgreSQL
         return True
     return bool(exc.args) and exc.args[0] == MYSQL_NO_SUCH_TABLE
-
-
-def _is_steady_queue(backend_class) -> bool:
-    from .backend import SteadyQueueBackend
-
-    return isinstance(backend_class, type) and issubclass(backend_class, SteadyQueueBackend)

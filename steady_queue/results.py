@@ -1,4 +1,9 @@
-"""Build Django TaskResults from jobs; announce jobs a crash failed."""
+"""Build Django TaskResults from jobs; announce jobs a crash failed; log each job's start and end.
+
+The log lines (one as a job starts, one as it ends, on the ``steady_queue.jobs``
+logger, with the job's fields as ``extra``: see ``log``) are written by receivers of
+the task signals that Steady Queue's backends send.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,16 @@ from typing import Any
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
-from . import arguments
-from .compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus, task_finished
+from . import arguments, log, ours
+from .compat import (
+    InvalidTask,
+    Task,
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+    task_finished,
+    task_started,
+)
 from .models import Job
 from .models.attempt import Attempt
 from .models.claimed_lifecycle import failed_by_crash
@@ -141,3 +154,54 @@ def announce_crash(sender, job: Job, **kwargs) -> None:
     except InvalidTask:
         return  # the task is gone from the code base: nothing to describe it with
     task_finished.send(SteadyQueueBackend, task_result=result)
+
+
+@receiver(task_started, dispatch_uid="steady_queue.log.started")
+def log_started(sender, task_result, **kwargs) -> None:
+    if ours.is_our_class(sender):
+        log.logger.info(
+            "Started job %s %s (attempt %d, worker %s)",
+            task_result.id,
+            task_result.task.module_path,
+            len(task_result.worker_ids),
+            task_result.worker_ids[-1] if task_result.worker_ids else "-",
+            extra=log.job_fields(task_result),
+        )
+
+
+@receiver(task_finished, dispatch_uid="steady_queue.log.finished")
+def log_finished(sender, task_result, **kwargs) -> None:
+    if not ours.is_our_class(sender):
+        return
+    started, finished = task_result.last_attempted_at, task_result.finished_at
+    duration = (finished - started).total_seconds() if started and finished else 0.0
+    timed = {"duration_ms": round(duration * 1000, 3)} if started and finished else {}
+    extra = log.job_fields(task_result, **timed)
+    if task_result.status == TaskResultStatus.FAILED:
+        error = task_result.errors[-1].exception_class_path if task_result.errors else "?"
+        log.logger.warning(
+            "Failed job %s %s in %.3fs: %s",
+            task_result.id,
+            task_result.task.module_path,
+            duration,
+            error,
+            extra=extra,
+        )
+    elif task_result.status == TaskResultStatus.READY:  # its retry policy runs it again
+        log.logger.warning(
+            "Attempt %d of job %s %s failed: %s; retrying",
+            len(task_result.worker_ids),
+            task_result.id,
+            task_result.task.module_path,
+            task_result.errors[-1].exception_class_path if task_result.errors else "?",
+            extra=extra,
+        )
+    else:
+        log.logger.info(
+            "Finished job %s %s in %.3fs (%s)",
+            task_result.id,
+            task_result.task.module_path,
+            duration,
+            task_result.status,
+            extra=extra,
+        )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import rate_limits, uniqueness
 from .compat import Task
-from .processes.errors import ProcessExitError, ProcessPrunedError
+from .exceptions import ProcessExitError, ProcessPrunedError
 from .task_options import TaskOptions
 
 if TYPE_CHECKING:

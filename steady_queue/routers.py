@@ -14,7 +14,7 @@ from django.core import checks
 
 import steady_queue
 
-from . import db
+from . import db, ours
 
 APP_LABEL = "steady_queue"
 ROUTER_PATH = "steady_queue.routers.SteadyQueueRouter"
@@ -47,7 +47,6 @@ def check_queue_database(app_configs=None, **kwargs) -> list[checks.CheckMessage
 
 
 def _check_backend_databases() -> list[checks.CheckMessage]:
-    from .backend import SteadyQueueBackend
     from .compat import task_backends
 
     return [
@@ -58,9 +57,7 @@ def _check_backend_databases() -> list[checks.CheckMessage]:
             id="steady_queue.E213",
         )
         for backend in task_backends.all()
-        if isinstance(backend, SteadyQueueBackend)
-        and backend.database
-        and backend.database not in settings.DATABASES
+        if ours.is_ours(backend) and backend.database and backend.database not in settings.DATABASES
     ]
 
 

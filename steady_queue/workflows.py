@@ -26,10 +26,10 @@ import graphlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import db
+from . import db, ours
 from .compat import Task, TaskResult, task_backends, task_enqueued
 from .exceptions import WorkflowError
-from .models import WorkflowDependency, WorkflowRun, WorkflowStep
+from .models import Job, WorkflowDependency, WorkflowRun, WorkflowStep
 from .models.workflow import RUN_IF, RUN_IF_SUCCEEDED
 
 __all__ = ["EnqueuedWorkflow", "Step", "Workflow", "WorkflowRun", "upstream_results"]
@@ -132,7 +132,7 @@ class Workflow:
             raise WorkflowError(
                 f"The workflow's steps depend on each other in a circle: {cycle}."
             ) from None
-        jobs = [backend._build_job(s.task, s.args, s.kwargs) for s in self.steps]
+        jobs = [Job.for_task_call(s.task, s.args, s.kwargs, backend=backend) for s in self.steps]
         if any(job.unique_key for job in jobs):
             raise WorkflowError("A workflow's step cannot be a @unique task.")
         with db.using_alias(backend.database):
@@ -151,8 +151,6 @@ class Workflow:
         return EnqueuedWorkflow(run, results)
 
     def _backend(self):
-        from .backend import SteadyQueueBackend
-
         if not self.steps:
             raise WorkflowError("The workflow has no steps.")
         alias = self.backend or self.steps[0].task.backend
@@ -163,7 +161,7 @@ class Workflow:
                     f"runs on backend {alias!r}: every step must use it."
                 )
         backend = task_backends[alias]
-        if not isinstance(backend, SteadyQueueBackend):
+        if not ours.is_ours(backend):
             raise WorkflowError(f"Backend {alias!r} is no Steady Queue backend.")
         return backend, alias
 

@@ -23,7 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from django.urls import get_resolver, reverse
 
-from steady_queue import db
+from steady_queue import db, ours
 
 APP = "steady_queue_dashboard"
 # The instance of the request being served (``current_app`` for reverse()).
@@ -53,7 +53,6 @@ def instance(namespace: str | None) -> Instance:
     """The instance mounted with ``namespace``; ImproperlyConfigured when it is no backend."""
     if not namespace or namespace == APP:
         return Instance(APP, "", db.alias())
-    from steady_queue.backend import SteadyQueueBackend
     from steady_queue.compat import task_backends
 
     try:
@@ -62,7 +61,7 @@ def instance(namespace: str | None) -> Instance:
         raise ImproperlyConfigured(
             f"The dashboard is mounted with namespace {namespace!r}, which is no TASKS backend."
         ) from exc
-    if not isinstance(backend, SteadyQueueBackend):
+    if not ours.is_ours(backend):
         raise ImproperlyConfigured(
             f"The dashboard is mounted with namespace {namespace!r}: not a Steady Queue backend."
         )

@@ -105,3 +105,24 @@ def test_a_json_formatter_emits_the_fields():
     assert finished["task_path"] == "tests.tasks.add" and finished["queue_name"] == "default"
     assert finished["attempt"] == 1 and finished["process_name"] == "in-process"
     assert finished["duration_ms"] >= 0 and finished["name"] == "steady_queue.jobs"
+
+
+def test_signals_of_another_backend_log_nothing(records):
+    from django.utils.module_loading import import_string
+
+    from steady_queue.compat import task_finished, task_started
+    from steady_queue.results import result_for
+    from tests.acceptance.api import BACKPORT
+
+    dummy = import_string(
+        f"{'django_tasks' if BACKPORT else 'django.tasks'}.backends.dummy.DummyBackend"
+    )
+    tasks.add.enqueue(1, 2)
+    run_ready_jobs()
+    records.clear()
+    result = result_for(Job.objects.with_execution().get())
+
+    task_started.send(dummy, task_result=result)
+    task_finished.send(dummy, task_result=result)
+
+    assert records == []

@@ -7,7 +7,7 @@ from collections import Counter
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import arguments
+from .. import arguments, ours
 from ..compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from ..recurring_task import Recurrence, discover, schedule_error
 
@@ -42,13 +42,11 @@ def _problems(recurrence: Recurrence) -> list[str]:
 
 
 def _backend_problems(recurrence: Recurrence) -> list[str]:
-    from ..backend import SteadyQueueBackend
-
     try:
         backend = recurrence.task.get_backend()
     except ImproperlyConfigured:  # InvalidTaskBackend: the alias is not in TASKS
         return [f"its task uses the {recurrence.task.backend!r} backend, which is not in TASKS"]
-    if not isinstance(backend, SteadyQueueBackend):
+    if not ours.is_ours(backend):
         return [f"its task uses the {recurrence.task.backend!r} backend, not Steady Queue"]
     queue = recurrence.queue_name or recurrence.task.queue_name
     if backend.queues and queue not in backend.queues:

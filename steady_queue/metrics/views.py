@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from .. import db
+from .. import db, ours
 
 logger = logging.getLogger("steady_queue.metrics")
 
@@ -64,14 +64,13 @@ def _database(backend: str | None) -> str | None:
     """The queue database of TASKS ``backend`` (``?backend=``); None: steady_queue.database."""
     if not backend:
         return None
-    from ..backend import SteadyQueueBackend
     from ..compat import task_backends
 
     try:
         found = task_backends[backend]
     except ImproperlyConfigured:
         found = None
-    if not isinstance(found, SteadyQueueBackend):
+    if not ours.is_ours(found):
         raise LookupError(f"No Steady Queue backend {backend!r} in TASKS.")
     return found.database
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .. import arguments, concurrency, rate_limits, uniqueness
+from ..compat import InvalidTask
 from .base import QueueManager, QueueModel, QueueQuerySet
 from .job_cancellation import Cancellable, CancellableQuerySet
 from .job_clearable import ClearableQuerySet
@@ -135,9 +136,24 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
 
     @classmethod
     def for_task_call(
-        cls, task, args: Sequence[Any], kwargs: Mapping[str, Any], *, backend: str
+        cls,
+        task,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        *,
+        backend,
+        validated: set[int] | None = None,
     ) -> Job:
-        """The unsaved job of calling ``task`` with ``args`` and ``kwargs`` (validated already)."""
+        """The unsaved job of calling ``task`` with ``args`` and ``kwargs`` on ``backend``.
+
+        ``backend`` is the task backend that enqueues the call, and checks it first: it
+        must be the task's backend, and the task must pass its ``validate_task`` (once per
+        Task object in ``validated``, which a bulk enqueue shares between its calls). Its
+        alias instead (a str) builds a call checked already, such as a batch's callback.
+        """
+        if not isinstance(backend, str):
+            _check_task(backend, task, validated)
+            backend = backend.alias
         limit = concurrency.limit_for(task.module_path)
         declared_unique = uniqueness.unique_for(task.module_path)
         declared_rate = rate_limits.rate_limit_for(task.module_path)
@@ -152,6 +168,16 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
             unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
             rate_limit_key=declared_rate.key_for(task, args, kwargs) if declared_rate else "",
         )
+
+
+def _check_task(backend, task, validated: set[int] | None) -> None:
+    if task.backend != backend.alias:
+        raise InvalidTask(f"Task {task.module_path} uses backend {task.backend!r}.")
+    # A bulk enqueue repeats its tasks: ``validated`` holds those already checked.
+    if validated is None or id(task) not in validated:
+        backend.validate_task(task)
+        if validated is not None:
+            validated.add(id(task))
 
 
 def scheduled_at(run_after: datetime | timedelta | None) -> datetime | None:

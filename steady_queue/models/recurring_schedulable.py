@@ -179,7 +179,7 @@ class Schedulable:
     def _enqueue_job(self, task: Task, backend, args: list, kwargs: dict) -> Job:
         from .job import Job
 
-        job = backend._build_job(task, args, kwargs)
+        job = Job.for_task_call(task, args, kwargs, backend=backend)
         Job.enqueue_all([job])
         return job
 

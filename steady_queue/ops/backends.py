@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 import steady_queue
 
-from .. import db
+from .. import db, ours
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, task_backends
 
 #: The exit status of a command given a backend or queue it must not act on.
@@ -95,13 +95,11 @@ def declared_in(database: str) -> set[str]:
 
 def database_of(alias: str) -> str:
     """The queue database of the Steady Queue backend ``alias``; BackendError otherwise."""
-    from ..backend import SteadyQueueBackend
-
     try:
         backend = task_backends[alias]
     except ImproperlyConfigured as exc:  # Django's InvalidTaskBackend, the backport's error
         raise BackendError(f"--backend {alias!r}: there is no such backend in TASKS.") from exc
-    if not isinstance(backend, SteadyQueueBackend):
+    if not ours.is_ours(backend):
         raise BackendError(f"--backend {alias!r} is not a Steady Queue backend.")
     return _database(backend)
 
@@ -111,10 +109,4 @@ def _database(backend) -> str:
 
 
 def _steady_queue_backends():
-    from ..backend import SteadyQueueBackend
-
-    return [
-        (backend.alias, backend)
-        for backend in task_backends.all()
-        if isinstance(backend, SteadyQueueBackend)
-    ]
+    return [(backend.alias, backend) for backend in task_backends.all() if ours.is_ours(backend)]

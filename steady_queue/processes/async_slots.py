@@ -216,7 +216,11 @@ class AsyncSlots:
         call = entry.call
         interrupt = functools.partial(self._interrupt_from_thread, entry)
         run = deadlines.watchdog().watch(
-            call.claimed, call.seconds, interruptible=False, interrupt=interrupt
+            call.claimed,
+            call.seconds,
+            interruptible=False,
+            end_job=perform.end_stuck,
+            interrupt=interrupt,
         )
         try:
             coroutine = call.coroutine()

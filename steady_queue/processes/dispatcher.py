@@ -8,9 +8,16 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from .. import concurrency, configuration
+from .. import configuration
 from ..configuration import seconds
-from ..models import Process, RateLimitBucket, ScheduledExecution, ThrottledExecution
+from ..models import (
+    BlockedExecution,
+    Process,
+    RateLimitBucket,
+    ScheduledExecution,
+    Semaphore,
+    ThrottledExecution,
+)
 from ..models.throttled_execution import repair_forgotten
 from . import listener
 from .poller import Poller
@@ -75,7 +82,18 @@ class Dispatcher(Poller):
     def _maintain_concurrency_when_due(self) -> None:
         if time.monotonic() < self._next_maintenance:
             return
-        concurrency.run_maintenance(self.batch_size)
+        run_concurrency_maintenance(self.batch_size)
         RateLimitBucket.prune(self.batch_size)
         repair_forgotten(self.batch_size)
         self._next_maintenance = time.monotonic() + self.concurrency_maintenance_interval
+
+
+def run_concurrency_maintenance(batch_size: int = 500) -> int:
+    """Expire semaphores past their duration and release jobs blocked for too long.
+
+    A dispatcher runs it every ``concurrency_maintenance_interval``: it is the failsafe
+    for a job that never signalled its semaphore (its worker was killed). Return how
+    many blocked jobs were released.
+    """
+    Semaphore.expire_in_batches(batch_size)
+    return BlockedExecution.unblock(batch_size)

@@ -14,8 +14,9 @@ from django.utils import timezone
 from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import TaskResultStatus
-from steady_queue.concurrency import ConcurrencyLimit, limit_for, run_maintenance
+from steady_queue.concurrency import ConcurrencyLimit, limit_for
 from steady_queue.models import BlockedExecution, ClaimedExecution, Job, Semaphore
+from steady_queue.processes.dispatcher import run_concurrency_maintenance
 from steady_queue.processes.errors import ProcessExitError
 from steady_queue.testing import run_ready_jobs
 from tests import tasks as foundation_tasks
@@ -101,12 +102,12 @@ def test_maintenance_releases_a_key_whose_holder_never_signalled():
     tasks.short_lease.enqueue()
     waiting = tasks.short_lease.enqueue()
     storage.claim(["*"], 1, None)  # its worker then vanishes without a word
-    run_maintenance(batch_size=10)
+    run_concurrency_maintenance(batch_size=10)
     assert states([waiting]) == ["blocked"]
     past = timezone.now() - timedelta(seconds=1)
     Semaphore.objects.update(expires_at=past)
     BlockedExecution.objects.update(expires_at=past)
-    assert run_maintenance(batch_size=10) == 1
+    assert run_concurrency_maintenance(batch_size=10) == 1
     assert states([waiting]) == ["ready"]
     assert semaphore("/short").value == 0
 
@@ -115,7 +116,7 @@ def test_maintenance_leaves_blocked_jobs_whose_key_is_still_held():
     tasks.short_lease.enqueue()
     waiting = tasks.short_lease.enqueue()
     BlockedExecution.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert run_maintenance(batch_size=10) == 0
+    assert run_concurrency_maintenance(batch_size=10) == 0
     assert states([waiting]) == ["blocked"]
 
 
