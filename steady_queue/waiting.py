@@ -14,14 +14,17 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from . import db
-from .backend import SteadyQueueBackend
+from . import db, ours
 from .compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult, TaskResultDoesNotExist, task_backends
 from .storage import notify
+
+if TYPE_CHECKING:
+    from .backend import SteadyQueueBackend
 
 FIRST_POLL = 0.01
 MAX_POLL = 0.5
@@ -137,7 +140,7 @@ def _wait(
 
 def _backend_of(result: TaskResult | str, alias: str) -> SteadyQueueBackend:
     owner = task_backends[getattr(result, "backend", alias)]
-    if not isinstance(owner, SteadyQueueBackend):
+    if not ours.is_ours(owner):
         raise TypeError(f"The task backend {owner.alias!r} is not a Steady Queue backend.")
     return owner
 
