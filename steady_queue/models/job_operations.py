@@ -170,7 +170,7 @@ def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.Q
     from .job_groups import jobs_failed
 
     if execution_model is not FailedExecution:  # a failed job was counted as failed
-        count_jobs(jobs, "cancelled")
+        count_jobs(jobs, "discarded")
         # Their rows go first: a waiting workflow step discarded with a step it depends on
         # is no longer waiting, so that failure does not fail it (DependencyFailed) with a
         # row that would outlive its deleted job.

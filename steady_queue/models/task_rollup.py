@@ -40,7 +40,7 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 #: The period of the rows that hold the totals since the first job.
 ALL_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
-COUNTERS = ("succeeded", "failed", "retried", "cancelled")
+COUNTERS = ("succeeded", "failed", "retried", "cancelled", "discarded")
 #: The counters written in the transaction that ends the job, never by the tally.
 WRITTEN_AT_ONCE = frozenset(COUNTERS) - {"succeeded"}
 RUN_BUCKET_FIELDS = tuple(f"run_le_{n}" for n in range(len(BUCKETS)))
@@ -52,15 +52,17 @@ class TaskRollup(QueueModel):
     queue_name = models.CharField(max_length=255)
     #: The start of the hour the row counts, or ALL_TIME.
     period = models.DateTimeField()
-    #: Attempts that ended: succeeded + failed + retried.
+    #: Attempts that ended: succeeded + failed + retried + those cancelled while running.
     runs = models.PositiveBigIntegerField(default=0)
     succeeded = models.PositiveBigIntegerField(default=0)
-    #: Failed for good (no retry left, or failed by a crash or an operator).
+    #: Failed for good (no retry left, or failed by a crash); cancelled jobs are apart.
     failed = models.PositiveBigIntegerField(default=0)
     #: Attempts that failed and were scheduled to run again.
     retried = models.PositiveBigIntegerField(default=0)
-    #: Pending jobs an operator discarded before they ran.
+    #: Jobs cancelled (ended with JobCancelled): before they started, or while running.
     cancelled = models.PositiveBigIntegerField(default=0)
+    #: Pending jobs an operator discarded (deleted) before they ran.
+    discarded = models.PositiveBigIntegerField(default=0)
     run_seconds = models.FloatField(default=0.0)
     run_max = models.FloatField(default=0.0)
     wait_seconds = models.FloatField(default=0.0)
@@ -132,7 +134,7 @@ class Tally:
         run: float | None = None,
         wait: float | None = None,
     ) -> None:
-        """Count one ``counter`` (succeeded, failed, retried, cancelled) at ``at``.
+        """Count one ``counter`` (``COUNTERS``) at ``at``.
 
         ``run`` and ``wait`` (seconds) are given for an attempt, which counts as a run.
         """

@@ -92,7 +92,8 @@ def test_a_cancelled_claim_given_back_is_counted_with_its_end(store, process):
     assert ClaimedExecution.release_all(ClaimedExecution.objects.all()) == 1
 
     assert FailedExecution.objects.get(job_id=claimed.job_id)
-    assert totals(tasks.noop) is not None
+    row = totals(tasks.noop)
+    assert (row.cancelled, row.failed, row.runs) == (1, 0, 1)  # its run was cut short
     assert tally.flush() == 0
 
 
