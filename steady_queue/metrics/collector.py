@@ -23,6 +23,7 @@ from prometheus_client.core import (
 
 import steady_queue
 
+from ..exceptions import CANCELLED_CLASS
 from ..models import (
     BlockedExecution,
     ClaimedExecution,
@@ -44,9 +45,10 @@ PREFIX = "steady_queue"
 FINISHED_CAP = 100_000
 COUNTERS = {
     "succeeded": ("jobs_finished", "Jobs that ran successfully."),
-    "failed": ("jobs_failed", "Jobs that failed for good (no retry left, a crash, an operator)."),
+    "failed": ("jobs_failed", "Jobs that failed for good (no retry left, a crash); not cancels."),
     "retried": ("jobs_retried", "Attempts that failed and were scheduled to run again."),
-    "cancelled": ("jobs_cancelled", "Pending jobs an operator discarded before they ran."),
+    "cancelled": ("jobs_cancelled", "Jobs cancelled (JobCancelled), before or while running."),
+    "discarded": ("jobs_discarded", "Pending jobs an operator discarded before they ran."),
 }
 
 
@@ -67,7 +69,8 @@ class QueueCollector:
 def _job_states(now: datetime) -> Iterator[Metric]:
     jobs = GaugeMetricFamily(
         f"{PREFIX}_jobs",
-        "Jobs by state and queue (ready, scheduled, blocked, throttled, waiting, running, failed).",
+        "Jobs by state and queue "
+        "(ready, scheduled, blocked, throttled, waiting, running, failed, cancelled).",
         labels=["queue", "state"],
     )
     latency = GaugeMetricFamily(
@@ -87,7 +90,13 @@ def _job_states(now: datetime) -> Iterator[Metric]:
         "throttled": ThrottledExecution.objects.values_list("queue_name"),
         "waiting": WaitingExecution.objects.values_list("queue_name"),
         "running": ClaimedExecution.objects.values_list("job__queue_name"),
-        "failed": FailedExecution.objects.values_list("job__queue_name"),
+        "failed": FailedExecution.objects.exclude(exception_class=CANCELLED_CLASS).values_list(
+            "job__queue_name"
+        ),
+        # Cancelled jobs are failed executions of their own class: read from sq_failed_class.
+        "cancelled": FailedExecution.objects.filter(exception_class=CANCELLED_CLASS).values_list(
+            "job__queue_name"
+        ),
     }
     for state, queues in by_queue.items():
         for queue, count in queues.annotate(jobs=Count("pk")).order_by():

@@ -38,7 +38,7 @@ from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     Success,
     Throttle,
 )
-from .task_rollup import tally
+from .task_rollup import WRITTEN_AT_ONCE, count_now, tally
 
 if TYPE_CHECKING:
     from .execution import ClaimedExecution
@@ -115,7 +115,7 @@ class ClaimedFinish:
         job, attempt = self.job, self._attempt(outcome, worker_id)
         due = job.scheduled_at or job.created_at  # before a retry moves scheduled_at
         if write is None:
-            counter = self._in_transaction(outcome, attempt, hand_on)
+            counter = self._in_transaction(outcome, attempt, hand_on, due)
         else:  # only a success is written another way
             counter = "succeeded" if write(attempt) else False
         if counter is False:  # the claim was lost: nothing changed
@@ -123,28 +123,55 @@ class ClaimedFinish:
         if isinstance(outcome, Success):
             outcome.stored(job, attempt)
         job._state.fields_cache["claimed_execution"] = None
-        if counter:
+        if counter:  # not counted in the transaction (a success, or a count that failed)
             try:
-                self._tally(counter, attempt, due)
+                tally.observe(**self._count_of(counter, attempt, due))
             except Exception:  # counting must never change how a recorded job ended
                 logger.exception("Could not count the outcome of job %s", self.job_id)
         return True
 
-    def _tally(self: ClaimedExecution, counter: str, attempt: Attempt | None, due) -> None:
+    def _count_of(self: ClaimedExecution, counter: str, attempt: Attempt | None, due) -> dict:
+        """The arguments of ``tally.observe`` and ``count_now`` for this ending."""
         at, run, wait = timezone.now(), None, None
         if attempt is not None:
             at = attempt.finished_at
             run = (attempt.finished_at - attempt.started_at).total_seconds()
             wait = (attempt.started_at - due).total_seconds() if due else 0.0
-        tally.observe(self.job.task_path, self.job.queue_name, counter, at=at, run=run, wait=wait)
+        job = self.job
+        return {
+            "task_path": job.task_path,
+            "queue_name": job.queue_name,
+            "counter": counter,
+            "at": at,
+            "run": run,
+            "wait": wait,
+        }
+
+    def _count_now(self: ClaimedExecution, counter: str, attempt: Attempt | None, due) -> bool:
+        """Write a failure's (retry's, cancel's) count in the ending's transaction.
+
+        A killed process must not lose what alerts watch, and a transaction retried
+        after a transient error counts once. Only a transient error (the transaction is
+        lost) stops the ending; any other leaves it to the tally (False).
+        """
+        try:
+            count_now(**self._count_of(counter, attempt, due))
+        except TRANSIENT:
+            raise
+        except Exception:  # rolled back to its savepoint: the ending stands, counted later
+            logger.exception("Could not count the outcome of job %s now", self.job_id)
+            return False
+        return True
 
     def _in_transaction(
         self: ClaimedExecution,
         outcome: Outcome,
         attempt: Attempt | None,
         hand_on: SlotHandOn | None = None,
+        due=None,
     ) -> str | bool | None:
-        """The outcome's TaskRollup counter (None: none) if the claim was ours, else False."""
+        """The outcome's TaskRollup counter left to count (None: none, or counted here) if
+        the claim was ours, else False."""
         job = self.job
         saved = job.attempts, job.scheduled_at, dict(job._state.fields_cache)
         try:
@@ -154,6 +181,10 @@ class ClaimedFinish:
                 counter = outcome.store(self, attempt)
                 if outcome.hands_off_slot:
                     job.unblock_next_blocked_job(hand_on)
+                # Last: the rollup rows are the most shared rows of the transaction, and
+                # every writer locks them last (and in the same order), after its job's.
+                if counter in WRITTEN_AT_ONCE and self._count_now(counter, attempt, due):
+                    counter = None
         except BaseException:
             if hand_on is not None:
                 hand_on.claimed = None  # rolled back with the rest

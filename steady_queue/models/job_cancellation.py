@@ -17,7 +17,7 @@ from ..exceptions import JobCancelled, JobStateError
 from .job_operations import executions_of, in_batches
 from .job_retryable import state_of
 from .signals import jobs_ended
-from .task_rollup import count_cancelled
+from .task_rollup import count_jobs
 
 NOT_STARTED = (
     "ready_execution",
@@ -89,7 +89,7 @@ def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.Qu
     from .job_groups import jobs_failed
     from .unique_lock import UniqueLock
 
-    count_cancelled(jobs)
+    count_jobs(jobs, "cancelled")
     now = timezone.now()
     execution_model.objects.filter(job_id__in=ids).delete()
     jobs.update(cancel_requested_at=now, updated_at=now)

@@ -11,7 +11,7 @@ from .. import concurrency, db
 from ..exceptions import JobStateError
 from .job_retryable import state_of
 from .signals import jobs_ended
-from .task_rollup import count_cancelled
+from .task_rollup import count_jobs
 
 DISCARDABLE = (
     "ready_execution",
@@ -170,7 +170,7 @@ def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.Q
     from .job_groups import jobs_failed
 
     if execution_model is not FailedExecution:  # a failed job was counted as failed
-        count_cancelled(jobs)
+        count_jobs(jobs, "discarded")
         # Their rows go first: a waiting workflow step discarded with a step it depends on
         # is no longer waiting, so that failure does not fail it (DependencyFailed) with a
         # row that would outlive its deleted job.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import steady_queue
 
-from ..exceptions import UnstorableOutcome
+from ..exceptions import CANCELLED_CLASS, UnstorableOutcome
 from ..log import job_fields
 from .attempt import Attempt, refused_text
 from .signals import jobs_ended
@@ -112,8 +112,10 @@ class Failure(Outcome):
         job.save(update_fields=["attempts", "updated_at"])
         if final:
             job.fail(attempt.error)
-            return "failed"
-        return "retried" if job.fail_or_retry(self.exc, attempt.error) else "failed"
+        elif job.fail_or_retry(self.exc, attempt.error):
+            return "retried"
+        # A cancel is no failure: alerts on failures and the failure rate leave it out.
+        return "cancelled" if attempt.error["exception_class"] == CANCELLED_CLASS else "failed"
 
 
 def _cancel_requested_now(job: Job) -> bool:

@@ -1,10 +1,13 @@
 """Per-task counts and timings, kept by the processes that end jobs.
 
 One row per task, queue and hour, plus one all-time row per task and queue
-(``period == ALL_TIME``). Processes add to them in batches (``steady_queue.rollup``),
-so the metrics endpoint and the dashboard's Tasks page read a few rows per task
-instead of counting job rows, and the counters survive restarts, pruning of
-finished jobs and add up across processes and machines.
+(``period == ALL_TIME``). Successes, the bulk, are added in batches
+(``steady_queue.metrics_flush_interval``); failures, retries and cancellations, which
+alerts watch and which are rare, are written in the transaction that ends the job
+(``count_now``), so a killed process cannot lose them. The metrics endpoint and the
+dashboard's Tasks page read a few rows per task instead of counting job rows, and
+the counters survive restarts, pruning of finished jobs and add up across processes
+and machines.
 
 Durations are kept as Prometheus-style histograms: one column per bucket
 (``run_le_N`` / ``wait_le_N`` count the observations in ``(BUCKETS[N-1], BUCKETS[N]]``),
@@ -37,7 +40,9 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 #: The period of the rows that hold the totals since the first job.
 ALL_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
-COUNTERS = ("succeeded", "failed", "retried", "cancelled")
+COUNTERS = ("succeeded", "failed", "retried", "cancelled", "discarded")
+#: The counters written in the transaction that ends the job, never by the tally.
+WRITTEN_AT_ONCE = frozenset(COUNTERS) - {"succeeded"}
 RUN_BUCKET_FIELDS = tuple(f"run_le_{n}" for n in range(len(BUCKETS)))
 WAIT_BUCKET_FIELDS = tuple(f"wait_le_{n}" for n in range(len(BUCKETS)))
 
@@ -47,15 +52,17 @@ class TaskRollup(QueueModel):
     queue_name = models.CharField(max_length=255)
     #: The start of the hour the row counts, or ALL_TIME.
     period = models.DateTimeField()
-    #: Attempts that ended: succeeded + failed + retried.
+    #: Attempts that ended: succeeded + failed + retried + those cancelled while running.
     runs = models.PositiveBigIntegerField(default=0)
     succeeded = models.PositiveBigIntegerField(default=0)
-    #: Failed for good (no retry left, or failed by a crash or an operator).
+    #: Failed for good (no retry left, or failed by a crash); cancelled jobs are apart.
     failed = models.PositiveBigIntegerField(default=0)
     #: Attempts that failed and were scheduled to run again.
     retried = models.PositiveBigIntegerField(default=0)
-    #: Pending jobs an operator discarded before they ran.
+    #: Jobs cancelled (ended with JobCancelled): before they started, or while running.
     cancelled = models.PositiveBigIntegerField(default=0)
+    #: Pending jobs an operator discarded (deleted) before they ran.
+    discarded = models.PositiveBigIntegerField(default=0)
     run_seconds = models.FloatField(default=0.0)
     run_max = models.FloatField(default=0.0)
     wait_seconds = models.FloatField(default=0.0)
@@ -101,11 +108,12 @@ def hour_of(moment: datetime) -> datetime:
 class Tally:
     """What this process observed and has not written yet: increments per row key.
 
-    ``observe`` is called once per ended attempt, on the hot path, so it only adds to a
+    ``observe`` is called once per success, on the hot path, so it only adds to a
     dict under a lock; ``flush`` writes everything in one transaction (the heartbeat
     does, every few seconds, and a process does when it stops). A flush that fails puts
     its increments back, to be written by the next one: nothing is counted twice, and
-    what a killed process had not flushed yet is lost (at most one flush interval).
+    what a killed process had not flushed yet is lost (at most one flush interval of
+    successes: the other endings are written at once, by ``count_now``).
     """
 
     def __init__(self):
@@ -126,22 +134,13 @@ class Tally:
         run: float | None = None,
         wait: float | None = None,
     ) -> None:
-        """Count one ``counter`` (succeeded, failed, retried, cancelled) at ``at``.
+        """Count one ``counter`` (``COUNTERS``) at ``at``.
 
         ``run`` and ``wait`` (seconds) are given for an attempt, which counts as a run.
         """
-        increments = {counter: 1}
-        if run is not None:
-            run, wait = max(run, 0.0), max(wait or 0.0, 0.0)
-            increments.update(
-                runs=1, run_seconds=run, wait_seconds=wait, run_max=run, wait_max=wait
-            )
-            for fields, seconds in ((RUN_BUCKET_FIELDS, run), (WAIT_BUCKET_FIELDS, wait)):
-                bucket = bisect.bisect_left(BUCKETS, seconds)
-                if bucket < len(BUCKETS):  # beyond the last bound: +Inf, kept as runs - sum
-                    increments[fields[bucket]] = 1
+        increments = _increments(counter, run, wait)
         with self._lock:
-            for period in (hour_of(at), TaskRollup.all_time()):
+            for period in _periods(at):
                 row = self._pending.setdefault((task_path, queue_name, period), defaultdict(int))
                 _merge(row, increments)
 
@@ -159,6 +158,42 @@ class Tally:
                     _merge(self._pending.setdefault(key, defaultdict(int)), increments)
             raise
         return len(pending)
+
+
+def _increments(counter: str, run: float | None, wait: float | None) -> dict[str, float]:
+    """What one ``counter`` adds to its rows; with ``run``, an attempt's run and wait too."""
+    increments: dict[str, float] = {counter: 1}
+    if run is not None:
+        run, wait = max(run, 0.0), max(wait or 0.0, 0.0)
+        increments.update(runs=1, run_seconds=run, wait_seconds=wait, run_max=run, wait_max=wait)
+        for fields, seconds in ((RUN_BUCKET_FIELDS, run), (WAIT_BUCKET_FIELDS, wait)):
+            bucket = bisect.bisect_left(BUCKETS, seconds)
+            if bucket < len(BUCKETS):  # beyond the last bound: +Inf, kept as runs - sum
+                increments[fields[bucket]] = 1
+    return increments
+
+
+def count_now(
+    task_path: str,
+    queue_name: str,
+    counter: str,
+    *,
+    at: datetime,
+    run: float | None = None,
+    wait: float | None = None,
+) -> None:
+    """Count as ``Tally.observe`` does, but written now, in the caller's transaction.
+
+    For the endings that alerts watch (``WRITTEN_AT_ONCE``): they commit or roll back
+    with the job's end, so a crash after the commit loses none and a retried
+    transaction counts once.
+    """
+    increments = _increments(counter, run, wait)
+    _write({(task_path, queue_name, period): increments for period in _periods(at)})
+
+
+def _periods(at: datetime) -> tuple[datetime, datetime]:
+    return hour_of(at), TaskRollup.all_time()
 
 
 def _merge(row: dict[str, float], increments: dict[str, float]) -> None:
@@ -192,14 +227,14 @@ def _write(pending: dict[tuple[str, str, datetime], dict[str, float]]) -> None:
                 rows.filter(**key).update(**changes)
 
 
-def count_cancelled(jobs: models.QuerySet) -> None:
-    """Count ``jobs`` (pending, about to be discarded) as cancelled, in the caller's transaction."""
+def count_jobs(jobs: models.QuerySet, counter: str) -> None:
+    """Count ``jobs`` (not started, about to end) as ``counter``, in the caller's transaction."""
     now = timezone.now()
     pending: dict[tuple[str, str, datetime], dict[str, float]] = {}
     groups = jobs.order_by().values_list("task_path", "queue_name").annotate(n=models.Count("pk"))
     for task_path, queue_name, count in groups:
-        for period in (hour_of(now), TaskRollup.all_time()):
-            pending[(task_path, queue_name, period)] = {"cancelled": count}
+        for period in _periods(now):
+            pending[(task_path, queue_name, period)] = {counter: count}
     _write(pending)
 
 

@@ -61,7 +61,10 @@ class TaskStats:
     succeeded: int
     failed: int
     retried: int
+    # Ended with JobCancelled (before or while running): neither failed nor in the rate.
     cancelled: int
+    # Pending jobs an operator discarded before they ran.
+    discarded: int
     # Over the span since the top of the hour of the task's first rollup in the window
     # (when the rows say it started running); None when that span is under an hour.
     runs_per_hour: float | None
@@ -123,6 +126,7 @@ def _stats(total: dict, now: datetime) -> TaskStats:
         failed=total["failed"] or 0,
         retried=total["retried"] or 0,
         cancelled=total["cancelled"] or 0,
+        discarded=total["discarded"] or 0,
         runs_per_hour=runs / (observed / 3600) if observed >= 3600 else None,
         observed_minutes=int(observed // 60),
         run=_timing(run_buckets, runs, total["run_max"]),
@@ -171,7 +175,8 @@ def _add_sparklines(stats: list[TaskStats], now: datetime, queue: str | None) ->
 
 
 WINDOW_HELP = _(
-    "Figures come from counts the workers write every few seconds: runs are attempts "
-    "that ended; failure rate is jobs failed for good over jobs that ended (retried "
-    "attempts are counted apart); durations are estimated from histogram buckets."
+    "Figures come from counts the workers write as jobs end (successes every few "
+    "seconds): runs are attempts that ended; failure rate is jobs failed for good over "
+    "jobs that ended (retried attempts, cancelled and discarded jobs are counted apart); "
+    "durations are estimated from histogram buckets."
 )

@@ -127,3 +127,22 @@ def test_queries_do_not_grow_with_tasks_or_hours(admin_client, history, django_a
             rollup(f"app.task_{n}", hours_ago, runs=2, succeeded=2, **{bucket(0.1): 2})
     with django_assert_num_queries(len(first.captured_queries)):
         assert "app.task_39" in admin_client.get(URL).content.decode()
+
+
+def test_cancelled_and_discarded_jobs_are_shown_apart_from_failures(admin_client, db):
+    """Issue 25, item 11: cancels and discards have their own columns, outside the rate."""
+    rollup("app.sync", 0, runs=12, succeeded=10, failed=2, cancelled=3, discarded=4)
+    (sync,) = task_stats(WINDOWS["day"])
+    assert (sync.failed, sync.cancelled, sync.discarded) == (2, 3, 4)
+    assert sync.failure_rate == pytest.approx(2 / 12)  # cancels are no failures
+
+    page = admin_client.get(URL).content.decode()
+    headers = re.findall(r"<th[^>]*>([^<]+)</th>", page)
+    assert headers[headers.index("Retried") + 1 : headers.index("Retried") + 3] == [
+        "Cancelled",
+        "Discarded",
+    ]
+    cancelled = reverse("steady_queue_dashboard:job-list", args=["cancelled"])
+    assert f'<a href="{cancelled}?task=app.sync">3</a>' in page
+    cells = re.findall(r'<td class="num">([^<]*)</td>', page)
+    assert "4" in cells

@@ -93,7 +93,7 @@ def test_a_crash_failure_counts_as_failed(db):
     assert TaskRollup.objects.get(period=TaskRollup.all_time()).failed == 1
 
 
-def test_discarding_pending_jobs_counts_them_cancelled_but_not_failed_ones(db):
+def test_discarding_pending_jobs_counts_them_discarded_but_not_failed_ones(db):
     for _ in range(3):
         tasks.add.enqueue(1, 2)
     acceptance.fail.enqueue("boom")
@@ -103,9 +103,18 @@ def test_discarding_pending_jobs_counts_them_cancelled_but_not_failed_ones(db):
     tasks.add.using(run_after=timedelta(hours=1)).enqueue(1, 2)
     assert Job.objects.filter(finished_at__isnull=True).discard_all() == 4  # 2 failed, 2 pending
     totals = {r.task_path: r for r in TaskRollup.objects.filter(period=TaskRollup.all_time())}
-    assert totals["tests.tasks.add"].cancelled == 2
-    assert totals["tests.tasks.acceptance.fail"].cancelled == 0
+    assert (totals["tests.tasks.add"].discarded, totals["tests.tasks.add"].cancelled) == (2, 0)
+    assert totals["tests.tasks.acceptance.fail"].discarded == 0
     assert totals["tests.tasks.acceptance.fail"].failed == 2
+
+
+def test_cancelling_jobs_not_started_counts_them_cancelled_at_once(db):
+    tasks.add.enqueue(1, 2)
+    tasks.add.using(run_after=timedelta(hours=1)).enqueue(1, 2)
+    assert Job.objects.all().cancel_all() == 2
+    totals = TaskRollup.objects.get(period=TaskRollup.all_time())  # no flush: in the cancel's
+    assert (totals.cancelled, totals.discarded, totals.failed, totals.runs) == (2, 0, 0, 0)
+    assert tally.flush() == 0
 
 
 @pytest.mark.django_db(transaction=True)

@@ -9,7 +9,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from steady_queue.models import Job, ReadyExecution, TaskRollup
+from steady_queue import storage
+from steady_queue.models import ClaimedExecution, Job, ReadyExecution, TaskRollup
+from steady_queue.models.claimed_finish import Failure
 from steady_queue.models.task_rollup import BUCKETS
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
@@ -56,7 +58,8 @@ def test_counters_gauges_and_histograms_match_the_known_state(known_state):
     assert counter("finished", noop) == 2
     assert counter("failed", "tests.tasks.acceptance.fail") == 1
     assert counter("retried", "tests.tasks.acceptance.policy_in_decorator") == 1
-    assert counter("cancelled", "tests.tasks.add") == 1
+    assert counter("discarded", "tests.tasks.add") == 1  # discarded, not cancelled
+    assert counter("cancelled", "tests.tasks.add") == 0
     assert counter("failed", noop) == 0
 
     def jobs(queue, state):
@@ -85,12 +88,46 @@ def test_counters_gauges_and_histograms_match_the_known_state(known_state):
     assert oldest >= stale_age().total_seconds()
 
 
+def test_cancelled_jobs_are_their_own_outcome_apart_from_failed_and_discarded(db):
+    """Issue 25, item 11: a job that ended with JobCancelled is no failure in the metrics."""
+    acceptance.fail.enqueue("boom")
+    run_ready_jobs()  # one failure of its own
+    Job.objects.get(pk=tasks.noop.enqueue().id).cancel()  # not started: cancelled at once
+    Job.objects.get(pk=tasks.noop.enqueue().id).discard()  # not started: discarded
+    running = tasks.noop.using(queue_name="low").enqueue()
+    (claimed,) = storage.claim(["low"], 1, None)
+    Job.objects.get(pk=running.id).cancel()  # running: asked to stop
+    # The run fails while its cancel is pending: it ends cancelled, not failed or retried.
+    assert claimed.record(Failure(ValueError("stopped half way")))
+    assert not ClaimedExecution.objects.exists()
+
+    samples = scrape()
+
+    def counter(name, task, queue="default"):
+        return sample(samples, f"steady_queue_jobs_{name}_total", task=task, queue=queue)
+
+    noop = "tests.tasks.noop"
+    assert (counter("cancelled", noop), counter("discarded", noop)) == (1, 1)
+    assert (counter("cancelled", noop, "low"), counter("failed", noop, "low")) == (1, 0)
+    assert counter("failed", noop) == 0
+    assert counter("failed", "tests.tasks.acceptance.fail") == 1
+    assert counter("cancelled", "tests.tasks.acceptance.fail") == 0
+    # The cancel while running was an attempt: it ran, and its run time is kept.
+    assert sample(samples, "steady_queue_job_run_duration_seconds_count", task=noop) == 1
+
+    def jobs(queue, state):
+        return sample(samples, "steady_queue_jobs", queue=queue, state=state)
+
+    assert (jobs("default", "failed"), jobs("default", "cancelled")) == (1, 1)
+    assert (jobs("low", "failed"), jobs("low", "cancelled")) == (None, 1)
+
+
 def test_a_scrape_takes_the_same_few_queries_however_many_tasks(
     known_state, django_assert_max_num_queries
 ):
     # One query per table of states (throttled jobs since rate limits, waiting workflow
     # steps since workflows), not per task.
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(12):
         scrape()
     queues = ["real_time", "low", "beta_one", "beta_two", "other"]
     for n in range(30):  # more tasks and queues: more rows, not more queries
@@ -98,7 +135,7 @@ def test_a_scrape_takes_the_same_few_queries_however_many_tasks(
             task_path=f"app.tasks.t{n}", queue_name=f"q{n}", period=TaskRollup.all_time(), runs=1
         )
         tasks.noop.using(queue_name=queues[n % len(queues)]).enqueue()
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(12):
         samples = scrape()
     assert sample(samples, "steady_queue_jobs_finished_total", task="app.tasks.t7", queue="q7") == 0
     assert sample(samples, "steady_queue_jobs", queue="other", state="ready") == 6
