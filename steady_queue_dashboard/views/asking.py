@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django_htmx.http import reswap, retarget
 
 from .. import confirmation
+from ..adapter import Tally
 from .rendering import render_page
 
 # Ids a confirmation lists by number; the rest are counted ("and 480 more").
@@ -37,17 +38,18 @@ def ask(
     """Render the confirmation of ``action``; its form posts ``hidden`` and the signed ``facts``.
 
     ``ids``: the jobs it would act on (all of them for a selection; the first few of
-    "all matching"), ``total``: how many (a ``Tally``). ``context`` adds ``job`` and
-    ``details`` for one job, ``filters`` (in words) for "all matching".
+    "all matching"), ``total``: how many (a ``Tally``; by default, the ids). ``context``
+    adds ``job`` and ``details`` for one job, ``filters`` (in words) for what the jobs
+    share, ``note`` for a word on what is left alone.
     """
-    total_value = total.value if total is not None else len(ids)
+    total = total if total is not None else Tally(len(ids))
     shown = list(ids)[:SHOWN_IDS]
     context = {
         **context,
         "action": action,
         "total": total,
         "shown_ids": shown,
-        "more": max(total_value - len(shown), 0),
+        "more": max(total.value - len(shown), 0),
         "form_url": context.get("form_url") or request.path,
         "hidden": [*hidden, (confirmation.FIELD, confirmation.token(request, **facts))],
         "next": next_url,

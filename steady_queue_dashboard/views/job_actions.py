@@ -209,7 +209,6 @@ def _ask_selected(
         next_url=fallback,
         hidden=[*jobs.filter_params, ("scope", "selected"), *(("ids", pk) for pk in ids)],
         ids=ids,
-        total=adapter.Tally(len(ids)),
         listing=jobs.listing,
         gone=len(given) - len(ids),
     )
