@@ -10,6 +10,7 @@ from django.views.decorators.http import require_safe
 
 from .. import adapter, audit, confirmation, error_groups, instances
 from ..access import guard
+from .asking import ask
 from .rendering import acted, render_page
 
 GROUP_ACTIONS = ("retry", "discard")
@@ -40,18 +41,16 @@ def error_group_action(request: HttpRequest, key: str, action: str) -> HttpRespo
     group = error_groups.error_groups().find(key)
     if group is None:
         raise Http404(_("No failed job has this error any more."))
-    return render_page(
+    # The jobs' question, as every other action asks it: count, ids, what they share.
+    return ask(
         request,
-        "steady_queue_dashboard/errors/confirm.html",
-        {
-            "group": group,
-            "action": action,
-            "shown": group.job_ids[:20],
-            "token": confirmation.token(request, **_facts(action, key, group.job_ids)),
-            "confirm_field": confirmation.FIELD,
-        },
-        fragment="steady_queue_dashboard/errors/_confirm.html",
-        section="jobs",
+        _facts(action, key, group.job_ids),
+        action=action,
+        next_url=instances.url("error-groups"),
+        hidden=[("ids", pk) for pk in group.job_ids],
+        ids=group.job_ids,
+        filters=_("failed with %(error)s") % {"error": _error(group)},
+        note=_("Exactly these jobs: a job that failed with this error afterwards is left alone."),
     )
 
 
@@ -76,6 +75,10 @@ def _act(request: HttpRequest, key: str, action: str) -> HttpResponse:
     details = {"group": key, "error": error, "jobs": ids[:100], "asked": len(asked)}
     audit.record(request, f"{action} error group", target, outcome, link=link, details=details)
     return acted(request, outcome, fallback)
+
+
+def _error(group: error_groups.ErrorGroup) -> str:
+    return f"{group.exception_class}: {group.message}" if group.message else group.exception_class
 
 
 def _facts(action: str, key: str, ids: list[int]) -> dict:

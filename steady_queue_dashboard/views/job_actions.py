@@ -1,8 +1,11 @@
 """Actions on jobs: one job at a time, the selected rows, or every job matching a filter.
 
-Discarding is confirmed first (a signed step, see ``confirmation``); so is every action
-on "all matching" jobs, which also refuses filters it could not read rather than
-widening to the whole list.
+Discarding and cancelling ask first, for one job, the selected rows or all matching;
+so does every action on "all matching" jobs, which the operator cannot all see (one
+question and one signed step for all of them: ``asking``). Retry and dispatch of one
+job or of the selected rows act at once: they destroy nothing, and the rows are in
+view. "All matching" also refuses filters it could not read rather than widening to
+the whole list.
 """
 
 from __future__ import annotations
@@ -12,19 +15,19 @@ from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
-from django_htmx.http import reswap, retarget
 
 from .. import adapter, audit, confirmation, instances
 from ..access import guard
 from ..joblist import JobList
 from ..listings import LISTINGS
 from . import job_release as job_release_flow
-from .rendering import acted, back, render_page
+from .asking import SHOWN_IDS, ask
+from .rendering import acted, back
 
 # A job id as a form sends it: ASCII digits that fit a 64-bit key ("²" is a digit too).
 JOB_ID = re.compile(r"[0-9]{1,18}")
-# Actions on one job that destroy or end it, and so ask first.
-CONFIRMED_JOB_ACTIONS = frozenset({"discard", "cancel"})
+# Actions that destroy jobs or end them: they ask first, for one job or many.
+DESTRUCTIVE = frozenset({"discard", "cancel"})
 
 
 @guard(action=True)
@@ -81,20 +84,17 @@ def _act_on_job(request: HttpRequest, action: str, pk: int) -> HttpResponse:
     link = instances.url("job-detail", pk)
     job = adapter.find_job(pk)
     details = audit.job_details(job) if job is not None else {}
-    if job is not None and action in CONFIRMED_JOB_ACTIONS:
+    if job is not None and action in DESTRUCTIVE:
         facts = {"action": action, "job": pk, "details": details}
         if not confirmation.confirmed(request, **facts):
-            return _confirm(
+            return ask(
                 request,
-                {
-                    "action": action,
-                    "job": job,
-                    "details": details,
-                    "form_url": request.path,
-                    "hidden": [(confirmation.FIELD, confirmation.token(request, **facts))],
-                    "next": back(request, link),
-                    "changed": confirmation.attempted(request),
-                },
+                facts,
+                action=action,
+                next_url=back(request, link),
+                ids=[pk],
+                job=job,
+                details=details,
             )
     outcome = adapter.act_on_job(action, pk)
     audit.record(request, action, f"job {pk}", outcome, link=link, details=details)
@@ -115,30 +115,29 @@ def _act_on_jobs(request: HttpRequest, action: str, status: str) -> HttpResponse
     if request.POST.get("scope") != "all":
         return _act_on_selected(request, action, jobs, fallback)
     total = adapter.capped_count(jobs.matching())
+    # The first rows in the list's own order: the ones at the top of the page.
+    first = list(
+        jobs.matching().order_by(*listing.ordering).values_list("pk", flat=True)[:SHOWN_IDS]
+    )
     described = _describe(jobs)
     facts = {
         "action": action,
         "status": status,
         "filters": jobs.filter_params,
         "total": [total.value, total.capped],
+        "first": first,
     }
     if not confirmation.confirmed(request, **facts):
-        return _confirm(
+        return ask(
             request,
-            {
-                "action": action,
-                "listing": listing,
-                "total": total,
-                "filters": described,
-                "form_url": request.path,
-                "hidden": [
-                    *jobs.filter_params,
-                    ("scope", "all"),
-                    (confirmation.FIELD, confirmation.token(request, **facts)),
-                ],
-                "next": fallback,
-                "changed": confirmation.attempted(request),
-            },
+            facts,
+            action=action,
+            next_url=fallback,
+            hidden=[*jobs.filter_params, ("scope", "all")],
+            ids=first,
+            total=total,
+            listing=listing,
+            filters=described,
         )
     outcome = adapter.act_on_jobs(action, jobs.matching())
     link = instances.url("job-list", status)
@@ -157,6 +156,13 @@ def _act_on_jobs(request: HttpRequest, action: str, status: str) -> HttpResponse
 def _act_on_selected(
     request: HttpRequest, action: str, jobs: JobList, fallback: str
 ) -> HttpResponse:
+    """Act on the ticked rows; a destructive action first lists them and asks.
+
+    The question lists the selected jobs still in this list (and its filters); its
+    confirmation acts on exactly those ids, still in this status, whatever the filters
+    match by then (a relative time range may have moved on). A row that changed state
+    in between is left alone and counted.
+    """
     given = request.POST.getlist("ids")
     ids = sorted({int(pk) for pk in given if JOB_ID.fullmatch(pk)})
     if len(ids) < len(set(given)):
@@ -164,32 +170,48 @@ def _act_on_selected(
         return acted(request, adapter.Outcome(False, refused), fallback)
     if not ids:
         return acted(request, adapter.Outcome(False, _("No job was selected.")), fallback)
-    # Within the list's status and filters: a row that moved on since is left alone.
-    selected = jobs.matching().filter(pk__in=ids)
+    listing = jobs.listing
+    if action in DESTRUCTIVE:
+        facts = {"action": action, "status": listing.status, "ids": ids}
+        if not confirmation.confirmed(request, **facts):
+            return _ask_selected(request, action, jobs, ids, fallback)
+        selected = adapter.jobs(listing).order_by().select_related(None).filter(pk__in=ids)
+    else:
+        # Within the list's status and filters: a row that moved on since is left alone.
+        selected = jobs.matching().filter(pk__in=ids)
     outcome = adapter.act_on_jobs(action, selected, expected=len(ids))
     audit.record(
         request,
         action,
-        _selection(jobs.listing.status, ids),
+        _selection(listing.status, ids),
         outcome,
-        link=instances.url("job-list", jobs.listing.status),
-        details={"status": jobs.listing.status, "ids": ids[:100]},
+        link=instances.url("job-list", listing.status),
+        details={"status": listing.status, "ids": ids[:100]},
     )
     return acted(request, outcome, fallback)
 
 
-def _confirm(request: HttpRequest, context: dict) -> HttpResponse:
-    """Ask before acting: the page (or, for htmx, the messages area) holds the question."""
-    response = render_page(
+def _ask_selected(
+    request: HttpRequest, action: str, jobs: JobList, given: list[int], fallback: str
+) -> HttpResponse:
+    """List the selected jobs still shown by the list and ask; the others are named apart."""
+    present = jobs.matching().filter(pk__in=given).order_by("pk").values_list("pk", flat=True)
+    ids = list(present)
+    status = str(jobs.listing.label).lower()
+    if not ids:
+        refused = _("None of the selected jobs is %(status)s any more, so nothing was done.")
+        return acted(request, adapter.Outcome(False, refused % {"status": status}), fallback)
+    facts = {"action": action, "status": jobs.listing.status, "ids": ids}
+    return ask(
         request,
-        "steady_queue_dashboard/jobs/confirm.html",
-        context,
-        fragment="steady_queue_dashboard/jobs/_confirm.html",
-        section="jobs",
+        facts,
+        action=action,
+        next_url=fallback,
+        hidden=[*jobs.filter_params, ("scope", "selected"), *(("ids", pk) for pk in ids)],
+        ids=ids,
+        listing=jobs.listing,
+        gone=len(given) - len(ids),
     )
-    if getattr(request, "htmx", None):
-        response = reswap(retarget(response, "#sq-messages"), "outerHTML")
-    return response
 
 
 def _describe(jobs: JobList) -> str:

@@ -12,12 +12,12 @@ from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
-from django_htmx.http import reswap, retarget
 
 from .. import adapter, audit, confirmation, instances
 from ..joblist import JobList
 from ..listings import LISTINGS
-from .rendering import acted, back, render_page
+from .asking import SHOWN_IDS, ask, render_question
+from .rendering import acted, back
 
 FORCE = "release-over-limit"
 FORCED = "release over the limit"
@@ -75,29 +75,33 @@ def release_jobs(request: HttpRequest, status: str) -> HttpResponse:
 def _release_matching(request: HttpRequest, jobs: JobList, fallback: str) -> HttpResponse:
     """Every job matching the filters: the count is confirmed first, as for any action."""
     total = adapter.capped_count(jobs.matching())
+    first = list(
+        jobs.matching().order_by(*jobs.listing.ordering).values_list("pk", flat=True)[:SHOWN_IDS]
+    )
     described = _describe(jobs)
     facts = {
         "action": "release",
         "status": jobs.listing.status,
         "filters": jobs.filter_params,
         "total": [total.value, total.capped],
+        "first": first,
     }
     hidden = [*jobs.filter_params, ("scope", "all")]
     scope = {"filters": jobs.filter_params}
     # The signed force step stands for this one; an unsigned force asks it again.
     forced = _may_force(request, jobs, jobs.matching(), scope)
     if not forced and not confirmation.confirmed(request, **facts):
-        context = {
-            "action": "release",
-            "listing": jobs.listing,
-            "total": total,
-            "filters": described,
-            "form_url": request.path,
-            "hidden": [*hidden, (confirmation.FIELD, confirmation.token(request, **facts))],
-            "next": fallback,
-            "changed": confirmation.attempted(request),
-        }
-        return _render(request, "confirm.html", "_confirm.html", context)
+        return ask(
+            request,
+            facts,
+            action="release",
+            next_url=fallback,
+            hidden=hidden,
+            ids=first,
+            total=total,
+            listing=jobs.listing,
+            filters=described,
+        )
     return _release_bulk(request, jobs, jobs.matching(), described, scope, hidden, forced)
 
 
@@ -140,17 +144,7 @@ def _ask(request: HttpRequest, context: dict, next_url: str) -> HttpResponse:
         "next": next_url,
         "changed": _forcing(request),  # a force whose signed step no longer matched
     }
-    return _render(request, "release.html", "_release.html", context)
-
-
-def _render(request: HttpRequest, page: str, fragment: str, context: dict) -> HttpResponse:
-    folder = "steady_queue_dashboard/jobs/"
-    response = render_page(
-        request, folder + page, context, fragment=folder + fragment, section="jobs"
-    )
-    if getattr(request, "htmx", None):
-        response = reswap(retarget(response, "#sq-messages"), "outerHTML")
-    return response
+    return render_question(request, "release.html", "_release.html", context)
 
 
 def _force_facts(jobs: JobList, scope: dict) -> dict:

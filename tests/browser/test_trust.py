@@ -55,3 +55,73 @@ def test_discarding_one_job_asks_first(open_dashboard):
     confirm.get_by_role("button", name=f"Discard job #{result.id}").click()
     expect(page.locator("#sq-messages")).to_contain_text(f"Job {result.id} was discarded.")
     assert not Job.objects.filter(pk=result.id).exists()
+
+
+def test_discard_selected_lists_the_three_asks_and_go_back_keeps_them(open_dashboard):
+    """Issue 25, 8: three rows ticked, "Discard selected" lists them; Go back changes
+    nothing and keeps them ticked; the second time, Confirm removes exactly those three."""
+    results = [tasks.fail.enqueue(f"error {n}") for n in range(5)]
+    run_ready_jobs()
+    ids = sorted(int(result.id) for result in results)
+    chosen, others = ids[:3], ids[3:]
+    page = open_dashboard("/jobs/failed/")
+    expect(page.locator("tr[id^=job-row-]")).to_have_count(5)
+    for pk in chosen:
+        page.locator(f"#job-row-{pk} input[name=ids]").check()
+
+    page.get_by_role("button", name="Discard selected").click()
+    confirm = page.locator(".confirm")
+    expect(confirm).to_contain_text("Discard 3 jobs?")
+    for pk in chosen:
+        expect(confirm.get_by_role("link", name=f"#{pk}", exact=True)).to_be_visible()
+    for pk in others:
+        expect(confirm.get_by_role("link", name=f"#{pk}", exact=True)).to_have_count(0)
+
+    confirm.get_by_role("link", name="Go back, change nothing").click()
+    expect(page.locator(".confirm")).to_have_count(0)
+    for pk in chosen:
+        expect(page.locator(f"#job-row-{pk} input[name=ids]")).to_be_checked()
+    for pk in others:
+        expect(page.locator(f"#job-row-{pk} input[name=ids]")).not_to_be_checked()
+    assert sorted(Job.objects.values_list("pk", flat=True)) == ids
+
+    page.get_by_role("button", name="Discard selected").click()
+    confirm = page.locator(".confirm")
+    expect(confirm).to_contain_text("Discard 3 jobs?")
+    confirm.get_by_role("button", name="Discard 3 jobs").click()
+    expect(page.locator("#sq-messages")).to_contain_text("3 jobs were discarded.")
+    expect(page.locator("tr[id^=job-row-]")).to_have_count(2)
+    assert sorted(Job.objects.values_list("pk", flat=True)) == others
+
+
+def test_discard_selected_without_javascript_asks_on_a_page_of_its_own(browser, open_dashboard):
+    """Plain form posts: the question is a page; Go back returns to the list unchanged."""
+    results = [tasks.fail.enqueue(f"error {n}") for n in range(3)]
+    run_ready_jobs()
+    ids = sorted(int(result.id) for result in results)
+    logged_in = open_dashboard("/jobs/failed/")
+    address = logged_in.url
+    plain = browser.new_context(
+        java_script_enabled=False, storage_state=logged_in.context.storage_state()
+    )
+    try:
+        page = plain.new_page()
+        for step in ("go back", "confirm"):
+            page.goto(address)
+            for pk in ids[:2]:
+                page.locator(f"#job-row-{pk} input[name=ids]").check()
+            page.get_by_role("button", name="Discard selected").click()
+            confirm = page.locator(".confirm")
+            expect(confirm).to_contain_text("Discard 2 jobs?")
+            expect(page.locator("h1")).to_have_text("Confirm")
+            if step == "go back":
+                confirm.get_by_role("link", name="Go back, change nothing").click()
+                page.wait_for_url(address)
+                expect(page.locator("tr[id^=job-row-]")).to_have_count(3)
+                assert sorted(Job.objects.values_list("pk", flat=True)) == ids
+        confirm.get_by_role("button", name="Discard 2 jobs").click()
+        page.wait_for_url(address)
+        expect(page.locator("#sq-messages")).to_contain_text("2 jobs were discarded.")
+        assert list(Job.objects.values_list("pk", flat=True)) == ids[2:]
+    finally:
+        plain.close()

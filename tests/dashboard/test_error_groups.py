@@ -84,7 +84,7 @@ def test_retry_a_group_acts_on_exactly_the_jobs_shown_and_is_audited(admin_clien
     other = fail("disk full")
     url = group_action_url(admin_client, "retry")
     html = admin_client.get(url).content.decode()
-    assert "Retry 2 failed jobs?" in html
+    assert "Retry 2 jobs?" in html
     form = confirm_form(admin_client, url)
     assert sorted(int(pk) for pk in form["ids"]) == sorted(shown)
     later = fail("card 3 declined")  # same error, after the page was shown
@@ -163,4 +163,16 @@ def test_the_group_confirmation_runs_a_bounded_number_of_queries(
     fail(*[f"card {n} declined" for n in range(30)])
     url = group_action_url(admin_client, "retry")
     with django_assert_max_num_queries(3):
-        assert "Retry 30 failed jobs?" in admin_client.get(url).content.decode()
+        assert "Retry 30 jobs?" in admin_client.get(url).content.decode()
+
+
+def test_a_group_is_asked_about_with_the_one_question_of_every_action(admin_client):
+    """Issue 25, 8: the same question as every job action: count, ids, the error, and
+    buttons that say what they do."""
+    shown = fail("card 1 declined", "card 2 declined")
+    html = admin_client.get(group_action_url(admin_client, "discard")).content.decode()
+    assert 'id="sq-confirm-form"' in html and "Discard 2 jobs?" in html
+    assert "failed with builtins.RuntimeError: card &lt;n&gt; declined" in html
+    assert ">Discard 2 jobs</button>" in html and ">Go back, change nothing</a>" in html
+    for pk in shown:
+        assert f">#{pk}</a>" in html

@@ -18,7 +18,7 @@ from steady_queue_dashboard.views import rate_limits as rate_limits_view
 from tests.tasks import dashboard as tasks
 
 from .test_queries import BUDGET
-from .trust_helpers import confirm_form
+from .trust_helpers import ask_then_confirm, confirm_form
 
 pytestmark = pytest.mark.django_db
 
@@ -199,13 +199,14 @@ def test_discard_selected_touches_only_selected_throttled_jobs(admin_client):
     chosen, left = throttled_for(1, extra=2)
     ready = int(Job.objects.filter(ready_execution__isnull=False).values_list("pk", flat=True)[0])
 
-    response = admin_client.post(
-        url("jobs-discard", "throttled"), {"scope": "selected", "ids": [chosen, ready]}
-    )
+    action = url("jobs-discard", "throttled")
+    asked = admin_client.post(action, {"scope": "selected", "ids": [chosen, ready]})
+    html = asked.content.decode()
+    assert "Discard 1 job?" in html and f"#{chosen}<" in html and f"#{ready}<" not in html
+    assert "1 other selected job is no longer throttled" in html
+    response = admin_client.post(action, confirm_form(html))
 
-    assert messages_of(response) == [
-        "1 job was discarded. 1 selected job had changed state or no longer exists."
-    ]
+    assert messages_of(response) == ["1 job was discarded."]
     assert (state(chosen), state(left), state(ready)) == ("gone", "throttled", "ready")
 
 
@@ -215,7 +216,8 @@ def test_a_throttled_list_action_keeps_to_the_filters_the_operator_saw(admin_cli
     html = page(admin_client, "job-list", "throttled", query="?key=account-1")
     assert '<input type="hidden" name="key" value="account-1">' in html
 
-    response = admin_client.post(
+    response = ask_then_confirm(
+        admin_client,
         url("jobs-discard", "throttled"),
         {"scope": "selected", "key": "account-1", "ids": shown + hidden},
     )

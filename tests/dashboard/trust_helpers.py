@@ -59,3 +59,10 @@ def cursor(values) -> str:
     """A keyset cursor as the dashboard encodes one, holding any JSON values."""
     raw = json.dumps(values).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def ask_then_confirm(client, action_url: str, data: dict):
+    """Post an action, then confirm on the question it answered with, as an operator does."""
+    asked = client.post(action_url, data)
+    assert asked.status_code == 200 and "sq-confirm-form" in asked.content.decode()
+    return client.post(action_url, confirm_form(asked.content.decode()))

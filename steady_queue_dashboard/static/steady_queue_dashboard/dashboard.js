@@ -28,5 +28,16 @@
     });
   });
 
+  // "Go back, change nothing" on a question shown above the page (htmx): take the question
+  // away and leave the page as it was, its ticked rows still ticked. On a page of its own
+  // (no script, or a reload) the link leads back to the list instead.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-sq-dismiss]");
+    var area = link && link.closest("#sq-messages");
+    if (!area) return;
+    event.preventDefault();
+    area.replaceChildren();
+  });
+
   document.addEventListener("DOMContentLoaded", setUpLiveToggle);
 })();
