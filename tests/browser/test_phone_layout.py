@@ -202,7 +202,8 @@ def test_every_list_shows_its_rows_as_cards_inside_the_screen(
           .map(cell => cell.textContent.trim().slice(0, 30))"""
     )
     assert unlabelled == []
-    save_first_screens(page, screenshots, f"phone-list-{page_name}")
+    (screenshots / "phone-lists").mkdir(exist_ok=True)
+    save_first_screens(page, screenshots, f"phone-lists/{page_name}")
 
 
 @pytest.mark.parametrize("page_name", LIST_PAGES)
