@@ -74,7 +74,7 @@ def test_throttled_jobs_have_their_own_list_with_priority_key_and_next_room(admi
 
     assert re.findall(r'id="job-row-(\d+)"', html) == [str(job_id)]
     row = html[html.index(f'id="job-row-{job_id}"') :]
-    assert '<td class="num">5</td>' in row
+    assert '<td class="num" data-label="Priority">5</td>' in row
     link = f"/jobs/throttled/?task={PARTNER}&amp;key=account-7"
     assert f'href="{link}"' in row and ">account-7</a>" in row
     assert f'<time datetime="{next_release_at.isoformat()}"' in row
@@ -257,7 +257,7 @@ def test_the_rate_limits_page_shows_each_windows_limit_use_and_waiting_jobs(admi
 
     html = page(admin_client, "rate-limits")
 
-    rows = re.findall(r"<tr><td class=\"mono\">(.*?)</tr>", html, re.DOTALL)
+    rows = re.findall(r"<tr><td class=\"mono\" data-label=\"Task\">(.*?)</tr>", html, re.DOTALL)
     assert len(rows) == 3
     # Windows where jobs wait come first.
     assert {PARTNER in rows[0] + rows[1], EXPORT in rows[0] + rows[1]} == {True}
@@ -269,7 +269,7 @@ def test_the_rate_limits_page_shows_each_windows_limit_use_and_waiting_jobs(admi
     assert "(whole task)" in export and "1 per 1 h<" in export
     assert f'<a href="/jobs/throttled/?task={EXPORT}&amp;key=%2A">1</a>' in export
     account_2 = next(row for row in rows if "account-2" in row)
-    assert '<td class="num">0</td>' in account_2 and "—" in account_2
+    assert '<td class="num" data-label="Throttled jobs">0</td>' in account_2 and "—" in account_2
 
 
 def test_in_use_counts_only_the_starts_within_the_last_period(admin_client):
@@ -281,9 +281,9 @@ def test_in_use_counts_only_the_starts_within_the_last_period(admin_client):
 
     html = page(admin_client, "rate-limits")
 
-    assert '<td class="num">1 / 2</td>' in html
+    assert '<td class="num" data-label="In use">1 / 2</td>' in html
     slots.update(started_at=timezone.now() - timedelta(minutes=5))
-    assert '<td class="num">0 / 2</td>' in page(admin_client, "rate-limits")
+    assert '<td class="num" data-label="In use">0 / 2</td>' in page(admin_client, "rate-limits")
 
 
 def test_the_rate_limits_page_says_when_no_window_exists(admin_client):
@@ -302,7 +302,7 @@ def test_many_windows_are_capped_waiting_ones_first(admin_client, monkeypatch):
 
     html = page(admin_client, "rate-limits")
 
-    assert html.count('<tr><td class="mono">') == 3
+    assert html.count('<tr><td class="mono" data-label="Task">') == 3
     assert "Showing 3 of 5 windows" in html
     first_row = html[html.index("<tbody>") :].split("</tr>")[0]
     assert "account-9" in first_row
@@ -316,7 +316,7 @@ def test_the_rate_limits_page_reads_a_fixed_number_of_queries(
     page(admin_client, "rate-limits")  # warm the task registry
     with django_assert_max_num_queries(BUDGET["rate-limits"]):
         html = page(admin_client, "rate-limits")
-    assert html.count('<tr><td class="mono">') == 30
+    assert html.count('<tr><td class="mono" data-label="Task">') == 30
 
 
 def test_filtering_throttled_jobs_by_key_adds_no_query(admin_client, django_assert_max_num_queries):

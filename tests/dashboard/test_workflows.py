@@ -327,7 +327,7 @@ def test_waiting_steps_have_their_own_list_with_run_step_and_count(admin_client)
     row = html[html.index(f'id="job-row-{run["second"].id}"') :]
     row = row[: row.index("</tr>")]
     assert f'href="{url("workflow-detail", run.id)}">the &lt;run&gt; #{run.id}</a>' in row
-    assert '<td class="mono">second</td>' in row and "1 step</td>" in row
+    assert '<td class="mono" data-label="Step">second</td>' in row and "1 step</td>" in row
     tab = re.search(r'href="/jobs/waiting/"[^>]*>Waiting <span class="count">(\d+)</span>', html)
     assert tab.group(1) == "2"
 

@@ -39,5 +39,17 @@
     area.replaceChildren();
   });
 
+  // Filter forms come open (without a script they stay so); at phone width they fold
+  // behind their "Filters" button so the list comes first, unless they hold an error.
+  // The width is the stylesheet's narrow breakpoint; on wider screens the button is hidden.
+  var narrow = window.matchMedia("(max-width: 720px)");
+  function fitFilters() {
+    document.querySelectorAll("details[data-collapse-narrow]").forEach(function (box) {
+      box.open = !narrow.matches || box.hasAttribute("data-keep-open");
+    });
+  }
+  narrow.addEventListener("change", fitFilters);
+
   document.addEventListener("DOMContentLoaded", setUpLiveToggle);
+  document.addEventListener("DOMContentLoaded", fitFilters);
 })();
