@@ -144,5 +144,5 @@ def test_cancelled_and_discarded_jobs_are_shown_apart_from_failures(admin_client
     ]
     cancelled = reverse("steady_queue_dashboard:job-list", args=["cancelled"])
     assert f'<a href="{cancelled}?task=app.sync">3</a>' in page
-    cells = re.findall(r'<td class="num">([^<]*)</td>', page)
-    assert "4" in cells
+    cells = dict(re.findall(r'<td class="num" data-label="([^"]+)">([^<]*)</td>', page))
+    assert cells["Discarded"] == "4"
