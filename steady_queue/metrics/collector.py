@@ -36,6 +36,7 @@ from ..models import (
     ThrottledExecution,
     WaitingExecution,
 )
+from ..models.queue_figures import COUNT_CAP, Counts, next_ready_at, queue_names
 from ..models.task_rollup import BUCKETS
 
 PREFIX = "steady_queue"
@@ -67,27 +68,32 @@ class QueueCollector:
 def _job_states(now: datetime) -> Iterator[Metric]:
     jobs = GaugeMetricFamily(
         f"{PREFIX}_jobs",
-        "Jobs by state and queue (ready, scheduled, blocked, throttled, waiting, running, failed).",
+        "Jobs by state and queue (ready, scheduled, blocked, throttled, waiting, running, "
+        f"failed); ready and failed counted up to {COUNT_CAP} per queue.",
         labels=["queue", "state"],
     )
     latency = GaugeMetricFamily(
         f"{PREFIX}_queue_latency_seconds",
-        "Age of the oldest ready job of each queue (0 when none is ready).",
+        "Age of the next ready job of each queue, the one a worker takes next "
+        "(queues with a ready job only).",
         labels=["queue"],
     )
-    ready = ReadyExecution.objects.values_list("queue_name").annotate(
-        jobs=Count("pk"), oldest=Min("created_at")
-    )
-    for queue, count, oldest in ready.order_by("queue_name"):
-        jobs.add_metric([queue, "ready"], count)
-        latency.add_metric([queue], max((now - oldest).total_seconds(), 0.0))
+    # Ready and failed jobs may be millions: counted per queue up to COUNT_CAP from the
+    # indexes that start with queue_name, the queues found by a loose scan of them.
+    ready_queues, failed_queues = queue_names(ReadyExecution, FailedExecution)
+    for queue, ready_at in sorted(next_ready_at(ready_queues).items()):
+        latency.add_metric([queue], max((now - ready_at).total_seconds(), 0.0))
+    counts = Counts()
+    counts.add("ready", ReadyExecution, ready_queues)
+    counts.add("failed", FailedExecution, failed_queues)
+    for (state, queue), count in counts.run().items():
+        jobs.add_metric([queue, state], count)
     by_queue = {
         "scheduled": ScheduledExecution.objects.values_list("queue_name"),
         "blocked": BlockedExecution.objects.values_list("queue_name"),
         "throttled": ThrottledExecution.objects.values_list("queue_name"),
         "waiting": WaitingExecution.objects.values_list("queue_name"),
         "running": ClaimedExecution.objects.values_list("job__queue_name"),
-        "failed": FailedExecution.objects.values_list("job__queue_name"),
     }
     for state, queues in by_queue.items():
         for queue, count in queues.annotate(jobs=Count("pk")).order_by():
