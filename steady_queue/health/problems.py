@@ -2,8 +2,10 @@
 
 Each check reads what every machine recorded in the queue database (process rows and
 their heartbeats, ready jobs, pauses, recurring tasks), so one check covers a whole
-deployment. A handful of queries whatever the table sizes: the command runs as a
-probe and the view behind a load balancer.
+deployment. A handful of queries whatever the table sizes, each reading a bounded number
+of index entries (queue latency: the first entry of the poll index per queue), so the
+cost stays flat however many jobs wait: the command runs as a probe and the view,
+anonymous, behind a load balancer.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """The metric families of one scrape, read from the queue database in a fixed number of queries.
 
+Ready and failed jobs, the states that grow to millions, are read from indexes
+(``models.queue_figures``: queue names by a loose index scan, counts up to COUNT_CAP
+per queue, latency from the poll index's first entry per queue); the other states'
+tables hold what is in flight or waiting and are counted in full.
+
 A custom collector (prometheus_client's documented way to expose values computed
 elsewhere): the counters are sums that every process wrote to ``TaskRollup``, so they
 add up across processes and machines and survive restarts; a process-local
