@@ -68,7 +68,7 @@ def _fill(rows: int, queues: int, executions_only: bool) -> None:
     from steady_queue.models import Job
 
     started = time.monotonic()
-    template = Job.objects.get(pk=_template_job())
+    template = Job.objects.get(pk=_template_job()) if not executions_only else None
     columns = [f.column for f in Job._meta.concrete_fields if f.column not in ("id", "queue_name")]
     copied = ", ".join(columns)
     queue = f"'q' || (g %% {queues})"
@@ -103,7 +103,8 @@ def _fill(rows: int, queues: int, executions_only: bool) -> None:
                     [first],
                 )
             print(f"  {rows:,} {state} jobs in {time.monotonic() - started:.0f} s", flush=True)
-        cursor.execute("DELETE FROM steady_queue_jobs WHERE id = %s", [template.pk])
+        if template is not None:
+            cursor.execute("DELETE FROM steady_queue_jobs WHERE id = %s", [template.pk])
     connection.close()
     with connection.cursor() as cursor:  # VACUUM cannot run in a transaction block
         for table in ("jobs", "ready_executions", "failed_executions"):
