@@ -2,8 +2,10 @@
 
 Each check reads what every machine recorded in the queue database (process rows and
 their heartbeats, ready jobs, pauses, recurring tasks), so one check covers a whole
-deployment. A handful of queries whatever the table sizes: the command runs as a
-probe and the view behind a load balancer.
+deployment. A handful of queries whatever the table sizes, each reading a bounded number
+of index entries (queue latency: the first entry of the poll index per queue), so the
+cost stays flat however many jobs wait: the command runs as a probe and the view,
+anonymous, behind a load balancer.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from datetime import datetime, timedelta
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError
-from django.db.models import Min
 from django.utils import timezone
 
 import steady_queue
@@ -159,22 +160,23 @@ def _stale(processes: list[ProcessRow], now: datetime) -> list[Problem]:
 
 
 def _slow_queues(max_latency: timedelta, queues: Sequence[str], now: datetime) -> list[Problem]:
-    from ..models import Pause, ReadyExecution
+    from ..models import ReadyExecution
+    from ..models.queue_figures import next_ready_at, queue_names
 
-    # A paused queue waits because an operator asked it to: not a problem to page about.
-    ready = ReadyExecution.objects.exclude(queue_name__in=Pause.objects.values("queue_name"))
-    if queues:
-        ready = ready.filter(queue_name__in=queues)
-    oldest = ready.values("queue_name").annotate(oldest=Min("created_at")).order_by("queue_name")
+    # The job a worker takes next, per queue: the first entry of the poll index, so the
+    # check reads a few index entries per queue however many jobs wait. A paused queue
+    # waits because an operator asked it to: not a problem to page about.
+    names = list(queues) or queue_names(ReadyExecution)[0]
+    waiting = next_ready_at(names, paused=False)
     return [
         Problem(
             "latency",
-            f"Queue {row['queue_name']!r}: the oldest ready job has waited "
-            f"{_seconds(now - row['oldest'])} (more than {_seconds(max_latency)}).",
-            row["queue_name"],
+            f"Queue {queue!r}: the next ready job has waited "
+            f"{_seconds(now - ready_at)} (more than {_seconds(max_latency)}).",
+            queue,
         )
-        for row in oldest
-        if now - row["oldest"] > max_latency
+        for queue, ready_at in sorted(waiting.items())
+        if now - ready_at > max_latency
     ]
 
 

@@ -1,5 +1,10 @@
 """The metric families of one scrape, read from the queue database in a fixed number of queries.
 
+Ready and failed jobs, the states that grow to millions, are read from indexes
+(``models.queue_figures``: queue names by a loose index scan, counts up to COUNT_CAP
+per queue, latency from the poll index's first entry per queue); the other states'
+tables hold what is in flight or waiting and are counted in full.
+
 A custom collector (prometheus_client's documented way to expose values computed
 elsewhere): the counters are sums that every process wrote to ``TaskRollup``, so they
 add up across processes and machines and survive restarts; a process-local
@@ -37,6 +42,7 @@ from ..models import (
     ThrottledExecution,
     WaitingExecution,
 )
+from ..models.queue_figures import COUNT_CAP, Counts, next_ready_at, queue_names
 from ..models.task_rollup import BUCKETS
 
 PREFIX = "steady_queue"
@@ -69,34 +75,36 @@ class QueueCollector:
 def _job_states(now: datetime) -> Iterator[Metric]:
     jobs = GaugeMetricFamily(
         f"{PREFIX}_jobs",
-        "Jobs by state and queue "
-        "(ready, scheduled, blocked, throttled, waiting, running, failed, cancelled).",
+        "Jobs by state and queue (ready, scheduled, blocked, throttled, waiting, running, "
+        f"failed, cancelled); ready, failed and cancelled counted up to {COUNT_CAP} per queue.",
         labels=["queue", "state"],
     )
     latency = GaugeMetricFamily(
         f"{PREFIX}_queue_latency_seconds",
-        "Age of the oldest ready job of each queue (0 when none is ready).",
+        "Age of the next ready job of each queue, the one a worker takes next "
+        "(queues with a ready job only).",
         labels=["queue"],
     )
-    ready = ReadyExecution.objects.values_list("queue_name").annotate(
-        jobs=Count("pk"), oldest=Min("created_at")
-    )
-    for queue, count, oldest in ready.order_by("queue_name"):
-        jobs.add_metric([queue, "ready"], count)
-        latency.add_metric([queue], max((now - oldest).total_seconds(), 0.0))
+    # Ready and failed jobs may be millions: counted per queue up to COUNT_CAP from the
+    # indexes that start with queue_name, the queues found by a loose scan of them.
+    ready_queues, failed_queues = queue_names(ReadyExecution, FailedExecution)
+    for queue, ready_at in sorted(next_ready_at(ready_queues).items()):
+        latency.add_metric([queue], max((now - ready_at).total_seconds(), 0.0))
+    counts = Counts()
+    counts.add("ready", ReadyExecution, ready_queues)
+    # Cancelled jobs are failed executions of their own class: both read from sq_failed_queue
+    # (queue_name, exception_class).
+    cancelled = [CANCELLED_CLASS]
+    counts.add("failed", FailedExecution, failed_queues, "exception_class <> %s", cancelled)
+    counts.add("cancelled", FailedExecution, failed_queues, "exception_class = %s", cancelled)
+    for (state, queue), count in counts.run().items():
+        jobs.add_metric([queue, state], count)
     by_queue = {
         "scheduled": ScheduledExecution.objects.values_list("queue_name"),
         "blocked": BlockedExecution.objects.values_list("queue_name"),
         "throttled": ThrottledExecution.objects.values_list("queue_name"),
         "waiting": WaitingExecution.objects.values_list("queue_name"),
         "running": ClaimedExecution.objects.values_list("job__queue_name"),
-        "failed": FailedExecution.objects.exclude(exception_class=CANCELLED_CLASS).values_list(
-            "job__queue_name"
-        ),
-        # Cancelled jobs are failed executions of their own class: read from sq_failed_class.
-        "cancelled": FailedExecution.objects.filter(exception_class=CANCELLED_CLASS).values_list(
-            "job__queue_name"
-        ),
     }
     for state, queues in by_queue.items():
         for queue, count in queues.annotate(jobs=Count("pk")).order_by():

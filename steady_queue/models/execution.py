@@ -278,6 +278,8 @@ class FailedExecution(Execution):
         primary_key=True,
         related_name="failed_execution",
     )
+    # Its job's queue, copied so that counting failed jobs per queue reads one index.
+    queue_name = models.CharField(max_length=255, default="")
     exception_class = models.CharField(max_length=255)
     message = models.TextField(blank=True)
     backtrace = models.TextField(blank=True)
@@ -285,7 +287,14 @@ class FailedExecution(Execution):
     class Meta:
         db_table = "steady_queue_failed_executions"
         indexes = [
+            # Per queue, and per queue and class (cancelled): the health and metrics counts.
+            models.Index(fields=["queue_name", "exception_class"], name="sq_failed_queue"),
             models.Index(fields=["-created_at"], name="sq_failed_recent"),
             # The cancelled jobs (exceptions.CANCELLED_CLASS), newest first, as listed.
             models.Index(fields=["exception_class", "-created_at", "job"], name="sq_failed_class"),
         ]
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.queue_name:  # made without it: its job's, as every caller here sets
+            self.queue_name = self.job.queue_name
+        super().save(*args, **kwargs)

@@ -95,9 +95,11 @@ def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.Qu
     jobs.update(cancel_requested_at=now, updated_at=now)
     UniqueLock.release(ids)  # failed for good, as Job.fail would: the key is free
     error = cancellation_error()
+    queues = dict(jobs.order_by().values_list("pk", "queue_name"))
     FailedExecution.objects.bulk_create(
         FailedExecution(
             job_id=job_id,
+            queue_name=queues[job_id],
             exception_class=error["exception_class"],
             message=error["message"],
             backtrace=error["traceback"],

@@ -37,6 +37,7 @@ class Retryable:
         self.release_unique_lock()
         self._state.fields_cache["failed_execution"] = FailedExecution.objects.create(
             job=self,
+            queue_name=self.queue_name,
             exception_class=error["exception_class"],
             message=error["message"],
             backtrace=error["traceback"],

@@ -98,7 +98,7 @@ def test_latency_above_the_maximum_names_the_queue(healthy_processes):
     result = health("--max-latency", "5m")
     assert result.code == 1
     [line] = result.lines
-    assert line.startswith("latency: Queue 'background': the oldest ready job has waited 60")
+    assert line.startswith("latency: Queue 'background': the next ready job has waited 60")
     assert line.endswith("(more than 300s).")
     assert health("--max-latency", "900").code == 0
     assert health("--max-latency", "5m", "--queue", "default").code == 0

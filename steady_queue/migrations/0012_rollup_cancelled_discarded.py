@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     """
 
     dependencies = [
-        ("steady_queue", "0010_failed_exception_class_index"),
+        ("steady_queue", "0011_failed_execution_queue_name"),
     ]
 
     operations = [
