@@ -84,9 +84,6 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
 def _run(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: tracing.Run) -> Run:
     job, task, store = claimed.job, None, storage.for_alias()
     cancellation.forget(job.pk)
-    if _lost_while_waiting(claimed):
-        run.ended("lost")
-        return None, storage.Finished(False)
     if job.cancel_requested():
         # Cancelled while it waited: a cancel that landed as its last run failed leaves
         # it due for a retry. A cancelled job never runs again: it ends without running.
@@ -99,6 +96,11 @@ def _run(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None, run: t
             run.ended("throttled" if finished.recorded else "lost")
             return None, finished
         started = result_for(job, task)
+        # Asked last, just before the start: a worker stopped anywhere before this point
+        # and pruned meanwhile finds its claim gone (the earlier ends record nothing then).
+        if _lost_while_waiting(claimed):
+            run.ended("lost")
+            return None, storage.Finished(False)
         task_started.send(_backend(), task_result=started)
         return_value = yield from _call(task, started, claimed)
     except RescheduleJob as request:
