@@ -25,14 +25,7 @@ def recreate() -> None:
     """Drop and create the benchmark database (before Django is set up)."""
     db, name = os.environ["SQ_BENCH_DB"], os.environ.get("SQ_BENCH_NAME", "sq_bench")
     if db == "postgres":
-        import psycopg
-
-        server = {
-            "host": os.environ.get("SQ_PG_HOST", "127.0.0.1"),
-            "port": os.environ.get("SQ_PG_PORT", "5432"),
-            "user": os.environ.get("SQ_PG_USER", "postgres"),
-        }
-        with psycopg.connect(**server, dbname="postgres", autocommit=True) as postgres:
+        with postgres_server() as postgres:
             postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             postgres.execute(f'CREATE DATABASE "{name}"')
     elif db == "mysql":
@@ -52,6 +45,18 @@ def recreate() -> None:
         path = Path(os.environ.get("SQ_BENCH_DIR", "/tmp")) / f"{name}.sqlite3"
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def postgres_server():
+    """A connection to the PostgreSQL server's maintenance database, to create and drop."""
+    import psycopg
+
+    server = {
+        "host": os.environ.get("SQ_PG_HOST", "127.0.0.1"),
+        "port": os.environ.get("SQ_PG_PORT", "5432"),
+        "user": os.environ.get("SQ_PG_USER", "postgres"),
+    }
+    return psycopg.connect(**server, dbname="postgres", autocommit=True)
 
 
 def migrate() -> None:

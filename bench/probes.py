@@ -235,14 +235,9 @@ def _old_gauges() -> None:
 
 
 def _drop(name: str) -> None:
-    import psycopg
+    from bench import database
 
-    server = {
-        "host": os.environ.get("SQ_PG_HOST", "127.0.0.1"),
-        "port": os.environ.get("SQ_PG_PORT", "5432"),
-        "user": os.environ.get("SQ_PG_USER", "postgres"),
-    }
-    with psycopg.connect(**server, dbname="postgres", autocommit=True) as postgres:
+    with database.postgres_server() as postgres:
         postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
