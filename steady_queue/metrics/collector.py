@@ -64,6 +64,7 @@ class QueueCollector:
     def collect(self) -> Iterator[Metric]:
         now = timezone.now()
         yield from _job_states(now)
+        yield from _kept_and_paused()
         yield from _task_rollups()
         yield from _processes(now)
 
@@ -112,6 +113,9 @@ def _job_states(now: datetime) -> Iterator[Metric]:
     yield jobs
     yield latency
 
+
+def _kept_and_paused() -> Iterator[Metric]:
+    """How many finished jobs the table keeps (capped), and which queues are paused."""
     finished = Job.objects.filter(finished_at__isnull=False).order_by()[: FINISHED_CAP + 1]
     yield GaugeMetricFamily(
         f"{PREFIX}_finished_jobs_kept",
