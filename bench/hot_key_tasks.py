@@ -3,7 +3,7 @@
 import time
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
+from steady_queue.task_options.concurrency import limits_concurrency
 
 
 @limits_concurrency(key="hot", to=2)

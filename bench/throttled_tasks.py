@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.rate_limits import rate_limit
+from steady_queue.task_options.rate_limits import rate_limit
 
 
 @rate_limit(to=1, per=timedelta(minutes=1))

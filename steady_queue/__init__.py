@@ -52,12 +52,12 @@ listen_database: str | bool | None = None
 # settings.py must not import models before Django's app registry is ready.
 _PUBLIC = {
     "Configuration": "steady_queue.configuration",
-    "RetryPolicy": "steady_queue.retries",
-    "retry_policy": "steady_queue.retries",
-    "limits_concurrency": "steady_queue.concurrency",
-    "unique": "steady_queue.uniqueness",
-    "Unique": "steady_queue.uniqueness",
-    "recurring": "steady_queue.recurring_task",
+    "RetryPolicy": "steady_queue.task_options.retries",
+    "retry_policy": "steady_queue.task_options.retries",
+    "limits_concurrency": "steady_queue.task_options.concurrency",
+    "unique": "steady_queue.task_options.uniqueness",
+    "Unique": "steady_queue.task_options.uniqueness",
+    "recurring": "steady_queue.task_options.recurring_task",
     "report_progress": "steady_queue.context",
     "reschedule": "steady_queue.context",
     "run_ready_jobs": "steady_queue.testing",

@@ -12,7 +12,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
-from importlib.machinery import ModuleSpec
+from importlib.machinery import ModuleSpec, PathFinder
 
 #: old dotted path -> where the module lives now.
 MOVED = {
@@ -21,12 +21,20 @@ MOVED = {
     "steady_queue.recurring_schedule": "steady_queue.processes.recurring_schedule",
     "steady_queue.recurring_checks": "steady_queue.checks.recurring",
     "steady_queue.checks_queues": "steady_queue.checks.queues",
-    "steady_queue.cron_times": "steady_queue.recurring_task",
-    "steady_queue.schedule_description": "steady_queue.recurring_task",
+    "steady_queue.cron_times": "steady_queue.task_options.recurring_task",
+    "steady_queue.schedule_description": "steady_queue.task_options.recurring_task",
     "steady_queue.process_errors": "steady_queue.exceptions",
     "steady_queue.postgres": "steady_queue.storage.postgres",
     "steady_queue.postgres_enqueue": "steady_queue.storage.postgres_enqueue",
     "steady_queue.notify": "steady_queue.storage.notify",
+    "steady_queue.concurrency": "steady_queue.task_options.concurrency",
+    "steady_queue.rate_limits": "steady_queue.task_options.rate_limits",
+    "steady_queue.recurring_task": "steady_queue.task_options.recurring_task",
+    "steady_queue.retries": "steady_queue.task_options.retries",
+    "steady_queue.timeouts": "steady_queue.task_options.timeouts",
+    "steady_queue.uniqueness": "steady_queue.task_options.uniqueness",
+    "steady_queue.log": "steady_queue.observability.log",
+    "steady_queue.tracing": "steady_queue.observability.tracing",
 }
 
 
@@ -55,6 +63,11 @@ FINDER = _MovedModuleFinder()
 
 
 def install() -> None:
-    """Put the finder on ``sys.meta_path`` once (after the regular finders)."""
+    """Put the finder on ``sys.meta_path`` once, right after the path finder."""
     if FINDER not in sys.meta_path:
-        sys.meta_path.append(FINDER)
+        # After the path finder, so a module that exists at its old path wins; before the
+        # finders added later, such as an editable install's: pointing at another checkout
+        # (the main one, from a worktree), it would answer an old path with a stale copy.
+        finders = sys.meta_path
+        at = finders.index(PathFinder) + 1 if PathFinder in finders else len(finders)
+        sys.meta_path.insert(at, FINDER)

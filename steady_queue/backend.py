@@ -21,7 +21,7 @@ from .compat import (
     task_enqueued,
 )
 from .preflight import missing_table_error
-from .retries import SteadyQueueTask
+from .task_options.retries import SteadyQueueTask
 
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
 
@@ -50,9 +50,10 @@ class SteadyQueueBackend(BaseTaskBackend):
         A duplicate call of a ``@unique`` task enqueues nothing: its result is that of
         the job holding its key (the same id), and no ``task_enqueued`` is sent for it.
         """
-        from . import storage, tracing
+        from . import storage
         from .batches import joining
         from .models import Job
+        from .observability import tracing
 
         calls = list(calls)
         validated: set[int] = set()  # ids of the Task objects already validated

@@ -2,7 +2,7 @@
 
 Nothing here runs unless you schedule it; see "Clearing finished jobs" in the README::
 
-    from steady_queue.recurring_task import recurring
+    from steady_queue.task_options.recurring_task import recurring
     from steady_queue.cleanup import clear_finished_jobs
 
     recurring(schedule="0 * * * *", key="clear finished jobs")(clear_finished_jobs)

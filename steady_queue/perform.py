@@ -28,14 +28,16 @@ from django.utils import timezone
 
 import steady_queue
 
-from . import cancellation, deadlines, storage, timeouts, tracing
+from . import cancellation, deadlines, storage
 from .compat import TaskContext, TaskResult, normalize_json, task_finished, task_started
 from .exceptions import JobCancelled, JobTimeout, RescheduleJob
-from .log import job_fields
 from .models import ClaimedExecution, Job
 from .models.attempt import error_details
 from .models.claimed_finish import Failure, Reschedule, Success, Throttle
+from .observability import tracing
+from .observability.log import job_fields
 from .results import result_for, task_for
+from .task_options import timeouts
 
 __all__ = ["Call", "error_details", "perform", "perform_then_claim", "performing"]
 

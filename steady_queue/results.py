@@ -15,7 +15,7 @@ from typing import Any
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
-from . import arguments, log, ours
+from . import arguments, ours
 from .compat import (
     InvalidTask,
     Task,
@@ -28,6 +28,7 @@ from .compat import (
 from .models import Job
 from .models.attempt import Attempt
 from .models.claimed_lifecycle import failed_by_crash
+from .observability import log
 
 
 def task_for(job: Job) -> Task:

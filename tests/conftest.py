@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, connections
 
-from steady_queue import recurring_task
 from steady_queue.models.task_rollup import tally
+from steady_queue.task_options import recurring_task
 from tests import tasks
 from tests.tasks import features
 

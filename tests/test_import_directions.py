@@ -55,22 +55,14 @@ TOP_LEVEL = {
         "arguments",
         "cancellation",
         "compat",
-        "concurrency",
         "configuration",
         "db",
         "deadlines",
         "exceptions",
         "hooks",
-        "log",
         "ours",
         "preflight",
-        "rate_limits",
-        "recurring_task",
-        "retries",
         "routers",
-        "task_options",
-        "timeouts",
-        "uniqueness",
     },
     # The backend and the services beside it: models and storage below, no process.
     "services": {
@@ -81,7 +73,6 @@ TOP_LEVEL = {
         "perform",
         "results",
         "testing",
-        "tracing",
         "waiting",
         "workflows",
     },
@@ -89,15 +80,21 @@ TOP_LEVEL = {
     "entry": {"apps"},
 }
 SUBPACKAGES = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+# The foundation's packages: what the foundation's modules import besides each other.
+FOUNDATION_PACKAGES = ("task_options", "observability")
 TOP_LEVEL_RULES = {
     "foundation": [
-        *(f"steady_queue.{name}" for name in SUBPACKAGES),
+        *(f"steady_queue.{name}" for name in SUBPACKAGES if name not in FOUNDATION_PACKAGES),
         *(f"steady_queue.{name}" for name in TOP_LEVEL["services"] | TOP_LEVEL["entry"]),
         "steady_queue_dashboard",
     ],
     "services": ["steady_queue.processes", "steady_queue.management", "steady_queue_dashboard"],
     "entry": ["steady_queue_dashboard"],
 }
+# The foundation's packages (per-task declarations; log fields and spans) follow the
+# foundation's rule: nothing of the engine above the foundation, nor the dashboard.
+for name in FOUNDATION_PACKAGES:
+    RULES[f"steady_queue/{name}"] = TOP_LEVEL_RULES["foundation"]
 
 
 def _is_type_checking(node: ast.AST) -> bool:

@@ -11,9 +11,9 @@ from datetime import timedelta
 
 import pytest
 
-from steady_queue.concurrency import ConcurrencyLimit
 from steady_queue.models import Job, Semaphore
-from steady_queue.rate_limits import RateLimit
+from steady_queue.task_options.concurrency import ConcurrencyLimit
+from steady_queue.task_options.rate_limits import RateLimit
 from tests.tasks import features
 from tests.tasks import unique as unique_tasks
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steady_queue.models.rate_limit import RateLimitBucket, Window
-from steady_queue.rate_limits import RateLimit
+from steady_queue.task_options.rate_limits import RateLimit
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 

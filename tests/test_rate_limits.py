@@ -22,7 +22,13 @@ from steady_queue.models import (
     ThrottledExecution,
 )
 from steady_queue.models.throttled_execution import repair_forgotten
-from steady_queue.rate_limits import WHOLE_TASK, RateLimit, bucket_key, rate_limit, rate_limit_for
+from steady_queue.task_options.rate_limits import (
+    WHOLE_TASK,
+    RateLimit,
+    bucket_key,
+    rate_limit,
+    rate_limit_for,
+)
 from steady_queue.testing import release_throttled, run_ready_jobs
 from tests.tasks import features
 from tests.tasks import rate_limited as tasks

@@ -100,7 +100,7 @@ SCHEDULES = ["30 1 * * *", "30 2 * * *", "0 0 * * *", "0 * * * *", "*/20 * * * *
 @pytest.mark.parametrize("use_tz", [True, False])
 def test_walking_back_finds_the_runs_walking_forward_finds(settings, zone, use_tz):
     """The scheduler finds due runs walking back from now and next runs walking forward."""
-    from steady_queue.recurring_task import next_time, recent_times
+    from steady_queue.task_options.recurring_task import next_time, recent_times
 
     settings.TIME_ZONE, settings.USE_TZ = zone, use_tz
     for day, schedule in itertools.product(TRANSITIONS[zone], SCHEDULES):

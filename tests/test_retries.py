@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from steady_queue.compat import TaskResultStatus, default_task_backend
 from steady_queue.models import FailedExecution, Job, ScheduledExecution
-from steady_queue.retries import RetryPolicy, policy_for, retry_policy
+from steady_queue.task_options.retries import RetryPolicy, policy_for, retry_policy
 from steady_queue.testing import dispatch_scheduled, run_ready_jobs
 from tests.tasks import features as tasks
 

@@ -21,8 +21,8 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
+from steady_queue.task_options.timeouts import seconds_for, timeout
 from steady_queue.testing import run_ready_jobs
-from steady_queue.timeouts import seconds_for, timeout
 from tests.tasks import timing_out as tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -22,8 +22,8 @@ from steady_queue.models import (
     UniqueLock,
 )
 from steady_queue.processes.errors import ProcessExitError
+from steady_queue.task_options.uniqueness import Unique, lock_key, unique, unique_for
 from steady_queue.testing import dispatch_scheduled, run_ready_jobs
-from steady_queue.uniqueness import Unique, lock_key, unique, unique_for
 from tests.tasks import features
 from tests.tasks import unique as tasks
 

@@ -15,12 +15,12 @@ except ImportError:  # Django 5.2 with the django-tasks backport
     from django_tasks import task
 
 from steady_queue.cleanup import clear_finished_jobs
-from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress
-from steady_queue.rate_limits import rate_limit
-from steady_queue.recurring_task import recurring
-from steady_queue.retries import retry_policy
-from steady_queue.uniqueness import unique
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.rate_limits import rate_limit
+from steady_queue.task_options.recurring_task import recurring
+from steady_queue.task_options.retries import retry_policy
+from steady_queue.task_options.uniqueness import unique
 from steady_queue_dashboard.masking import masked_arguments
 
 from .models import Customer

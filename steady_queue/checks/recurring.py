@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .. import arguments, ours
 from ..compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
-from ..recurring_task import Recurrence, discover, schedule_error
+from ..task_options.recurring_task import Recurrence, discover, schedule_error
 
 
 def check_recurring_tasks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:

@@ -26,7 +26,7 @@ import steady_queue
 
 from .. import db
 from ..exceptions import UnstorableOutcome
-from ..log import claim_fields
+from ..observability.log import claim_fields
 from .attempt import Attempt, error_details, storable
 from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     NOT_STORED,

@@ -11,8 +11,9 @@ from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import arguments, concurrency, rate_limits, uniqueness
+from .. import arguments
 from ..compat import InvalidTask
+from ..task_options import concurrency, rate_limits, uniqueness
 from .base import QueueManager, QueueModel, QueueQuerySet
 from .job_cancellation import Cancellable, CancellableQuerySet
 from .job_clearable import ClearableQuerySet
@@ -47,12 +48,12 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     scheduled_at = models.DateTimeField(_("scheduled at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
     concurrency_key = models.CharField(_("concurrency key"), max_length=255, blank=True)
-    # The key of a @unique task's job (steady_queue.uniqueness); a digest when long. The
+    # The key of a @unique task's job (task_options.uniqueness); a digest when long. The
     # database's default too: rows inserted by SQL of their own (bulk loads) need none.
     unique_key = models.CharField(
         _("unique key"), max_length=255, blank=True, default="", db_default=""
     )
-    # The window of a @rate_limit task's job (steady_queue.rate_limits): its key, "*" for
+    # The window of a @rate_limit task's job (task_options.rate_limits): its key, "*" for
     # the task's one window, a digest when long; empty for a task without a limit. The
     # database's default too, as for unique_key (rows bulk-loaded by SQL of their own).
     rate_limit_key = models.CharField(
@@ -82,7 +83,7 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     attempts = models.JSONField(_("attempts"), default=list, blank=True)
     # Reported from inside the task: {"current": int, "total": int, "message": str}.
     progress = models.JSONField(_("progress"), null=True, blank=True)
-    # The W3C trace context of the span that enqueued the job (steady_queue.tracing).
+    # The W3C trace context of the span that enqueued the job (steady_queue.observability.tracing).
     trace_context = models.JSONField(_("trace context"), null=True, blank=True)
     # When someone asked to cancel the job (Job.cancel()); it ends as cancelled.
     cancel_requested_at = models.DateTimeField(_("cancel requested at"), null=True, blank=True)

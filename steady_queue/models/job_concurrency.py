@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import concurrency
+from ..task_options import concurrency
 
 if TYPE_CHECKING:
     from .slot_hand_on import SlotHandOn

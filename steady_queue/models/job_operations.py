@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 from django.db import models
 
-from .. import concurrency, db
+from .. import db
 from ..exceptions import JobStateError
+from ..task_options import concurrency
 from .job_retryable import state_of
 from .signals import jobs_ended
 from .task_rollup import count_jobs

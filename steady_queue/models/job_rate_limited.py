@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .. import rate_limits
+from ..task_options import rate_limits
 
 
 class RateLimited:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.utils import timezone
 
-from .. import db, retries
+from .. import db
 from ..exceptions import JobStateError
+from ..task_options import retries
 from .signals import jobs_ended
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db, uniqueness
+from .. import db
+from ..task_options import uniqueness
 from .unique_lock import LostRace, UniqueLock
 
 if TYPE_CHECKING:

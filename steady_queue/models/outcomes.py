@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import steady_queue
 
 from ..exceptions import CANCELLED_CLASS, UnstorableOutcome
-from ..log import job_fields
+from ..observability.log import job_fields
 from .attempt import Attempt, refused_text
 from .signals import jobs_ended
 

@@ -26,7 +26,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import db, rate_limits
+from .. import db
+from ..task_options import rate_limits
 from .base import QueueModel
 
 if TYPE_CHECKING:

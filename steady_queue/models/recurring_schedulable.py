@@ -14,7 +14,13 @@ from django.utils.module_loading import import_string
 from .. import arguments, db
 from ..compat import Task, task_enqueued
 from ..exceptions import JobStateError
-from ..recurring_task import CATCH_UP_LIMIT, Recurrence, describe, next_time, recent_times
+from ..task_options.recurring_task import (
+    CATCH_UP_LIMIT,
+    Recurrence,
+    describe,
+    next_time,
+    recent_times,
+)
 from .base import QueueQuerySet
 
 if TYPE_CHECKING:

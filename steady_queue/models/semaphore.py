@@ -6,7 +6,7 @@ from django.db.models.functions import Least
 from django.utils import timezone
 
 from .. import db
-from ..concurrency import ConcurrencyLimit
+from ..task_options.concurrency import ConcurrencyLimit
 from .base import QueueModel
 
 

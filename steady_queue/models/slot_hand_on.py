@@ -29,7 +29,7 @@ from .pause import Pause
 from .queue_selector import _matches
 
 if TYPE_CHECKING:
-    from ..concurrency import ConcurrencyLimit
+    from ..task_options.concurrency import ConcurrencyLimit
     from .execution import ClaimedExecution
     from .process import Process
 

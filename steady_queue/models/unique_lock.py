@@ -17,7 +17,7 @@ from django.db import IntegrityError, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import uniqueness
+from ..task_options import uniqueness
 from .base import QueueModel
 
 if TYPE_CHECKING:

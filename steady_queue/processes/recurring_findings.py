@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from django.apps import apps
 from django.utils.module_loading import import_string
 
-from ..recurring_task import Recurrence
+from ..task_options.recurring_task import Recurrence
 
 logger = logging.getLogger("steady_queue.scheduler")
 

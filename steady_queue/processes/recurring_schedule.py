@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from ..recurring_task import discover
+from ..task_options.recurring_task import discover
 from . import recurring_findings
 
 logger = logging.getLogger("steady_queue.scheduler")

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from django.db.models import Count
 from django.utils.translation import gettext_lazy as _
 
-from steady_queue.concurrency import limit_for
 from steady_queue.models import BlockedExecution, ClaimedExecution, Semaphore
+from steady_queue.task_options.concurrency import limit_for
 
 from .actions import Outcome, act_on_job
 

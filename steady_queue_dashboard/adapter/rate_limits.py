@@ -17,8 +17,8 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from steady_queue import rate_limits
 from steady_queue.models import Job, RateLimitBucket, RateLimitSlot, ThrottledExecution
+from steady_queue.task_options import rate_limits
 
 from .job_queries import Tally, capped_count
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 
-from steady_queue.concurrency import limit_for
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import BlockedExecution, ClaimedExecution, Job, ReadyExecution, Semaphore
+from steady_queue.task_options.concurrency import limit_for
 
 from .actions import Outcome
 

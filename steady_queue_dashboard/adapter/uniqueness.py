@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from steady_queue import uniqueness
 from steady_queue.models import Job, UniqueLock
+from steady_queue.task_options import uniqueness
 
 
 @dataclass(frozen=True)

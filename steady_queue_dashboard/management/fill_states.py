@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from steady_queue import rate_limits
 from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import (
     BlockedExecution,
@@ -26,6 +25,7 @@ from steady_queue.models import (
     ThrottledExecution,
 )
 from steady_queue.models.attempt import Attempt
+from steady_queue.task_options import rate_limits
 
 ERRORS = [
     ("billing.exceptions.CardDeclined", "Card ending 4242 was declined"),

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from steady_queue import recurring_task
+from steady_queue.task_options import recurring_task
 from tests.acceptance.api import task_enqueued, task_finished, task_started
 from tests.tasks import acceptance as tasks
 

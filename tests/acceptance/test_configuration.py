@@ -214,7 +214,7 @@ def test_intervals_take_numbers_or_timedeltas():
 def test_logger_namespace():
     import logging
 
-    import steady_queue.log  # noqa: F401 -- loaded with the app
+    import steady_queue.observability.log  # noqa: F401 -- loaded with the app
 
     assert logging.getLogger("steady_queue.jobs").parent.name in ("steady_queue", "root")
 

@@ -199,7 +199,7 @@ def test_clear_finished_jobs_after_is_honoured(monkeypatch):
 
 def test_built_in_cleanup_task(monkeypatch, no_recurring):
     from steady_queue.cleanup import clear_finished_jobs
-    from steady_queue.recurring_task import recurring
+    from steady_queue.task_options.recurring_task import recurring
 
     recurring(schedule="0 * * * *", key="clear finished jobs")(clear_finished_jobs)
     record.enqueue("x")

@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from steady_queue.models import Job, RecurringTask
-from steady_queue.recurring_task import recurring
+from steady_queue.task_options.recurring_task import recurring
 from tests.tasks.acceptance import record, send_receipt
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from steady_queue.models import Job
-from steady_queue.retries import RetryPolicy, retry_policy
+from steady_queue.task_options.retries import RetryPolicy, retry_policy
 from steady_queue.testing import run_ready_jobs
 from tests.acceptance.api import TaskResultStatus, default_task_backend
 from tests.tasks.acceptance import (

@@ -12,8 +12,8 @@ from django.core.management.base import SystemCheckError
 import steady_queue
 from steady_queue.checks.recurring import check_recurring_tasks
 from steady_queue.checks.setup import check_sqlite_concurrency
-from steady_queue.recurring_task import recurring
 from steady_queue.routers import check_queue_database
+from steady_queue.task_options.recurring_task import recurring
 from tests import tasks as foundation_tasks
 from tests.tasks import features as tasks
 
@@ -96,8 +96,8 @@ def test_a_queue_database_without_the_router_is_reported(monkeypatch):
 
 
 def test_bad_decorator_arguments_fail_at_import_with_the_reason():
-    from steady_queue.concurrency import limits_concurrency
-    from steady_queue.retries import retry_policy
+    from steady_queue.task_options.concurrency import limits_concurrency
+    from steady_queue.task_options.retries import retry_policy
 
     with pytest.raises(ValueError, match="on_conflict"):
         limits_concurrency(key="k", on_conflict="queue")

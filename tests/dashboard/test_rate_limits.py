@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from steady_queue.models import Job, RateLimitBucket, RateLimitSlot, ThrottledExecution
-from steady_queue.rate_limits import bucket_key
+from steady_queue.task_options.rate_limits import bucket_key
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
 from steady_queue_dashboard.views import rate_limits as rate_limits_view

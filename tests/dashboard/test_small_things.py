@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from steady_queue.models import Job
-from steady_queue.recurring_task import describe
+from steady_queue.task_options.recurring_task import describe
 from steady_queue_dashboard import charts
 from tests.tasks import dashboard as tasks
 

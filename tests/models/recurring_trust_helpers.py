@@ -9,7 +9,7 @@ from django.test import Client
 
 from steady_queue.models import Process, RecurringExecution, RecurringTask
 from steady_queue.processes.recurring_schedule import RecurringSchedule
-from steady_queue.recurring_task import discover, recurring
+from steady_queue.task_options.recurring_task import discover, recurring
 from tests.tasks import features as tasks
 
 START = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from steady_queue.cleanup import clear_finished_jobs
 from steady_queue.models import Job, RecurringTask
-from steady_queue.recurring_task import recurring
+from steady_queue.task_options.recurring_task import recurring
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
 

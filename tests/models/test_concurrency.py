@@ -14,10 +14,10 @@ from django.utils import timezone
 from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import TaskResultStatus
-from steady_queue.concurrency import ConcurrencyLimit, limit_for
 from steady_queue.models import BlockedExecution, ClaimedExecution, Job, Semaphore
 from steady_queue.processes.dispatcher import run_concurrency_maintenance
 from steady_queue.processes.errors import ProcessExitError
+from steady_queue.task_options.concurrency import ConcurrencyLimit, limit_for
 from steady_queue.testing import run_ready_jobs
 from tests import tasks as foundation_tasks
 from tests.models import Account
@@ -131,7 +131,7 @@ def test_a_crashed_worker_s_job_gives_its_key_back():
 def test_options_are_found_even_before_the_task_module_is_imported():
     import sys
 
-    from steady_queue.retries import policy_for
+    from steady_queue.task_options.retries import policy_for
 
     assert "tests.tasks.late" not in sys.modules
     assert limit_for("tests.tasks.late.late").to == 4

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from steady_queue.models import Job, RecurringExecution, RecurringTask
 from steady_queue.processes.recurring_schedule import RecurringSchedule
-from steady_queue.recurring_task import describe, recurring
+from steady_queue.task_options.recurring_task import describe, recurring
 from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db

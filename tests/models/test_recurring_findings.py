@@ -9,7 +9,7 @@ import pytest
 
 from steady_queue.models import RecurringTask
 from steady_queue.processes.recurring_schedule import RecurringSchedule
-from steady_queue.recurring_task import recurring
+from steady_queue.task_options.recurring_task import recurring
 from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from steady_queue.models import Job, RecurringExecution, RecurringTask
-from steady_queue.recurring_task import recurring
+from steady_queue.task_options.recurring_task import recurring
 from steady_queue.testing import run_ready_jobs
 from tests.models.recurring_trust_helpers import (
     START,
@@ -174,7 +174,7 @@ def test_with_catch_up_an_outage_enqueues_the_runs_within_the_window(declared):
 
 
 def test_catch_up_is_capped_after_an_outage_and_at_start(declared):
-    from steady_queue.recurring_task import CATCH_UP_LIMIT
+    from steady_queue.task_options.recurring_task import CATCH_UP_LIMIT
 
     declare("* * * * * *", catch_up=timedelta(days=1))
     clock = Clock(START)

@@ -14,9 +14,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from steady_queue import tracing
 from steady_queue.backend import enqueue_all
 from steady_queue.models import Job
+from steady_queue.observability import tracing
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
 from tests.tasks import acceptance

@@ -11,7 +11,6 @@ import pytest
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue import db, storage
-from steady_queue.concurrency import limit_for
 from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
@@ -21,6 +20,7 @@ from steady_queue.models import (
     Semaphore,
 )
 from steady_queue.models.claimed_finish import Failure, Success
+from steady_queue.task_options.concurrency import limit_for
 from tests import tasks
 from tests.tasks import features as limited_tasks
 

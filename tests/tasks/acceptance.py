@@ -11,9 +11,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import areport_progress, report_progress, reschedule
-from steady_queue.retries import RetryPolicy, retry_policy
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import RetryPolicy, retry_policy
 from tests.acceptance.api import task
 
 # What in-process runs saw: (task name, payload) in run order.

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from steady_queue.compat import task
 from steady_queue.context import acancelled, reschedule
-from steady_queue.retries import retry_policy
-from steady_queue.timeouts import timeout
+from steady_queue.task_options.retries import retry_policy
+from steady_queue.task_options.timeouts import timeout
 
 HOLD_LIMIT = 60.0  # no task here outlives a test run by more than this
 

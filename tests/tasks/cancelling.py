@@ -8,7 +8,7 @@ from datetime import timedelta
 from steady_queue.compat import task
 from steady_queue.context import cancelled, report_progress, reschedule
 from steady_queue.models import Job
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.retries import retry_policy
 
 WAIT_LIMIT = 60.0
 

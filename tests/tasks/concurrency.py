@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
+from steady_queue.task_options.concurrency import limits_concurrency
 from tests.tasks.processes import HOLD_LIMIT, append
 
 

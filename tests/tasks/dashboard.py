@@ -7,9 +7,9 @@ import time
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress
-from steady_queue.rate_limits import rate_limit
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.rate_limits import rate_limit
 
 
 @task()

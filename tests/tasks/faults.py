@@ -16,9 +16,9 @@ import time
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
-from steady_queue.retries import retry_policy
-from steady_queue.timeouts import timeout
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import retry_policy
+from steady_queue.task_options.timeouts import timeout
 
 # Built inside the task: as arguments, PostgreSQL would refuse them at enqueue already.
 UNSTORABLE = {"nul": "nul \x00 byte", "surrogate": "file-\udcff.txt"}  # os.fsdecode(b"\xff")

@@ -7,9 +7,9 @@ from datetime import timedelta
 from inspect import signature
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
 from steady_queue.context import report_progress, reschedule
-from steady_queue.retries import RetryPolicy, retry_policy
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import RetryPolicy, retry_policy
 
 # Runs seen by in-process tests, by result id (reset by the features conftest).
 RUNS: dict[str, int] = {}

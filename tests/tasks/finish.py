@@ -12,8 +12,8 @@ import time
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import retry_policy
 
 NUL = "a\x00b"
 SURROGATE = os.fsdecode(b"caf\xff")  # a lone surrogate, as from a non-UTF-8 file name

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from steady_queue.compat import task
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.retries import retry_policy
 from steady_queue.workflows import upstream_results
 from tests.tasks.processes import append
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.retries import retry_policy
 from steady_queue.workflows import upstream_results
 
 # Values a test makes ``import_row`` fail for (then removes to let a retry succeed).

@@ -1,8 +1,8 @@
 """A task module nothing imports up front: options must be found by importing it late."""
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import retry_policy
 
 
 @limits_concurrency(key="late", to=4)

@@ -13,8 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from steady_queue.compat import task
-from steady_queue.rate_limits import rate_limit
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.rate_limits import rate_limit
+from steady_queue.task_options.retries import retry_policy
 
 HOLD_LIMIT = 60.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.rate_limits import RateLimit, rate_limit
+from steady_queue.task_options.rate_limits import RateLimit, rate_limit
 from tests.tasks.features import TASK_TAKES_OPTIONS
 
 # Arguments of the runs seen in this process, in start order.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
+from steady_queue.task_options.concurrency import limits_concurrency
 
 
 def _broken_key(label: str = "") -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
-from steady_queue.retries import retry_policy
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import retry_policy
 
 LIMIT = 2
 

@@ -7,9 +7,9 @@ import time
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
-from steady_queue.retries import retry_policy
-from steady_queue.timeouts import timeout
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import retry_policy
+from steady_queue.task_options.timeouts import timeout
 
 LIMIT = 60.0  # no task here outlives a test run by more than this
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from steady_queue.compat import task
-from steady_queue.concurrency import limits_concurrency
-from steady_queue.retries import retry_policy
-from steady_queue.uniqueness import Unique, unique
+from steady_queue.task_options.concurrency import limits_concurrency
+from steady_queue.task_options.retries import retry_policy
+from steady_queue.task_options.uniqueness import Unique, unique
 from tests.tasks.features import TASK_TAKES_OPTIONS
 
 # Set by a test to make the next run of ``sync_account`` fail (then reset).

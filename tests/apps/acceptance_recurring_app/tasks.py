@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from steady_queue.recurring_task import recurring
+from steady_queue.task_options.recurring_task import recurring
 from tests.acceptance.api import task
 
 

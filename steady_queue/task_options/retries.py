@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from . import rate_limits, uniqueness
-from .compat import Task
-from .exceptions import ProcessExitError, ProcessPrunedError
-from .task_options import TaskOptions
+from ..compat import Task
+from ..exceptions import ProcessExitError, ProcessPrunedError
+from . import TaskOptions, rate_limits, uniqueness
 
 if TYPE_CHECKING:
-    from .models import Job
+    from ..models import Job
 
 ExceptionTypes = tuple[type[BaseException], ...]
 
@@ -97,8 +96,8 @@ class RetryPolicy:
 class SteadyQueueTask(Task):
     """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too,
     and ``@task(timeout=timedelta(...))``, ``@task(unique=Unique(...))``
-    (``steady_queue.uniqueness``) and ``@task(rate_limit=RateLimit(...))``
-    (``steady_queue.rate_limits``)."""
+    (``steady_queue.task_options.uniqueness``) and ``@task(rate_limit=RateLimit(...))``
+    (``steady_queue.task_options.rate_limits``)."""
 
     retry: RetryPolicy | None = None
     timeout: timedelta | None = None

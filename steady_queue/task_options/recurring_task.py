@@ -19,7 +19,7 @@ from croniter import HOUR_FIELD, CroniterBadDateError, croniter
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
-from .compat import Task
+from ..compat import Task
 
 # With catch_up, at most this many runs of one task are enqueued at once (the latest
 # ones): a long outage of an every-second task must not turn into a flood of jobs.

@@ -1,4 +1,11 @@
-"""Per-task options declared by decorators, found again from a job's task path."""
+"""Per-task options declared by decorators, found again from a job's task path.
+
+Each option has a module here: ``concurrency`` (``@limits_concurrency``), ``retries``
+(``@retry_policy``), ``uniqueness`` (``@unique``), ``rate_limits`` (``@rate_limit``),
+``timeouts`` (``@timeout``) and ``recurring_task`` (``@recurring``). This module holds
+what they share: the registry of one kind of option, and how a key is stored. All of
+them sit in the foundation: they import no model, storage, process or backend.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from typing import Any
 from django.db import models
 from django.utils.module_loading import import_string
 
-from .compat import Task
+from ..compat import Task
 
 
 class TaskOptions[T]:

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 import steady_queue
 
-from .compat import Task
-from .task_options import TaskOptions, key_text, stored_key
+from ..compat import Task
+from . import TaskOptions, key_text, stored_key
 
 # Task module path -> its limit; filled when the task's module is imported.
 _registry: TaskOptions[ConcurrencyLimit] = TaskOptions()

@@ -22,7 +22,7 @@ except ImportError:  # the extra is not installed
     trace = None
 
 if TYPE_CHECKING:
-    from .models import Job
+    from ..models import Job
 
 SYSTEM = "steady_queue"
 

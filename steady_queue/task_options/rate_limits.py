@@ -1,6 +1,6 @@
 """Rate limits: ``@rate_limit`` and its registry; at most ``to`` starts per ``per``.
 
-    from steady_queue.rate_limits import rate_limit, RateLimit
+    from steady_queue.task_options.rate_limits import rate_limit, RateLimit
 
     @rate_limit(to=10, per=timedelta(seconds=1), key=lambda customer_id, **kw: str(customer_id))
     @task()          # or, on Django 6.1+, @task(rate_limit=RateLimit(to=10, per=...))
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from .compat import Task
-from .exceptions import RateLimitKeyError
-from .task_options import TaskOptions, key_text, stored_key
+from ..compat import Task
+from ..exceptions import RateLimitKeyError
+from . import TaskOptions, key_text, stored_key
 
 # Task module path -> its limit; filled when the task's module is imported.
 _registry: TaskOptions[RateLimit] = TaskOptions()

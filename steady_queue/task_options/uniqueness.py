@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import arguments
-from .compat import Task
-from .exceptions import UniqueKeyError
-from .task_options import DIGEST_PREFIX, TaskOptions, key_text, stored_key
+from .. import arguments
+from ..compat import Task
+from ..exceptions import UniqueKeyError
+from . import DIGEST_PREFIX, TaskOptions, key_text, stored_key
 
 # Task module path -> its declaration; filled when the task's module is imported.
 _registry: TaskOptions[Unique] = TaskOptions()

@@ -1,6 +1,6 @@
 """Per-task timeouts: ``@timeout(timedelta(seconds=30))`` above ``@task``.
 
-    from steady_queue.timeouts import timeout
+    from steady_queue.task_options.timeouts import timeout
 
     @timeout(timedelta(seconds=30))      # or, on Django 6.1+, @task(timeout=timedelta(seconds=30))
     @task()
@@ -18,8 +18,8 @@ from datetime import timedelta
 
 import steady_queue
 
-from .compat import Task
-from .task_options import TaskOptions
+from ..compat import Task
+from . import TaskOptions
 
 _registry: TaskOptions[timedelta] = TaskOptions()
 
