@@ -1,4 +1,4 @@
-"""Fixtures for the dashboard's view tests: users of each kind, and jobs in every state."""
+"""Fixtures for the dashboard's view tests: users of each kind, jobs in every state, failures."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import timezone
 
-from steady_queue.models import Job, Process, ReadyExecution
+from steady_queue.models import FailedExecution, Job, Process, ReadyExecution
 from steady_queue.testing import run_ready_jobs
 from tests.tasks import dashboard as tasks
 
@@ -90,3 +91,17 @@ def jobs(db) -> Jobs:
 
 def _job(result) -> Job:
     return Job.objects.get(pk=result.id)
+
+
+@pytest.fixture
+def failures(db) -> tuple[list[int], int]:
+    """Three recent failures and one from two days ago; return (recent ids, old id)."""
+    results = [tasks.fail.enqueue(f"error {n}") for n in range(4)]
+    run_ready_jobs()
+    old = int(results[0].id)
+    FailedExecution.objects.filter(job_id=old).update(created_at=timezone.now() - timedelta(days=2))
+    return [int(r.id) for r in results[1:]], old
+
+
+def failed_ids() -> set[int]:
+    return set(Job.objects.filter(failed_execution__isnull=False).values_list("pk", flat=True))

@@ -19,7 +19,7 @@ from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
 from tests.tasks import dashboard as tasks
 
-from .trust_helpers import confirm_form, hidden_fields, url
+from .page_forms import confirm_form, hidden_fields, url
 
 pytestmark = pytest.mark.django_db
 

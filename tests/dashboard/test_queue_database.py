@@ -21,7 +21,7 @@ from steady_queue_dashboard.listings import LISTINGS
 from steady_queue_dashboard.models import AuditEntry
 from tests.queue_database import DATABASES, captured, queue_alias, queue_database, sql
 
-from .trust_helpers import confirm_form, hidden_fields
+from .page_forms import confirm_form, hidden_fields
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
 

@@ -17,8 +17,8 @@ from steady_queue_dashboard.models import AuditEntry
 from steady_queue_dashboard.views import rate_limits as rate_limits_view
 from tests.tasks import dashboard as tasks
 
+from .page_forms import ask_then_confirm, confirm_form
 from .test_queries import BUDGET
-from .trust_helpers import ask_then_confirm, confirm_form
 
 pytestmark = pytest.mark.django_db
 

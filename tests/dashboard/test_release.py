@@ -14,7 +14,7 @@ from steady_queue.models import Job, Semaphore
 from steady_queue_dashboard.models import AuditEntry
 from tests.tasks import dashboard as tasks
 
-from .trust_helpers import confirm_form, hidden_fields, url
+from .page_forms import confirm_form, hidden_fields, url
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from steady_queue.task_options.recurring_task import describe
 from steady_queue_dashboard import charts
 from tests.tasks import dashboard as tasks
 
-from .trust_helpers import hidden_fields
+from .page_forms import hidden_fields
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from steady_queue_dashboard.models import AuditEntry
 from tests.tasks import acceptance, cancelling
 from tests.tasks import dashboard as dashboard_tasks
 
+from .page_forms import confirm_form
 from .test_queries import BUDGET
-from .trust_helpers import confirm_form
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from steady_queue.workflows import Workflow
 from steady_queue_dashboard import workflow_graph
 from tests.tasks import groups
 
+from .page_forms import confirm_form
 from .test_queries import BUDGET
-from .trust_helpers import confirm_form
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Tasks declared ``@rate_limit`` for the rate limit tests (tests/test_rate_limits.py)."""
+"""Tasks declared ``@rate_limit`` for the rate limit tests (tests/task_options/)."""
 
 from __future__ import annotations
 

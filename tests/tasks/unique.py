@@ -1,4 +1,4 @@
-"""Tasks declared ``@unique`` for the uniqueness tests (tests/test_uniqueness.py)."""
+"""Tasks declared ``@unique`` for the uniqueness tests (tests/task_options/test_uniqueness.py)."""
 
 from __future__ import annotations
 

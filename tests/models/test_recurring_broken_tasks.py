@@ -1,4 +1,5 @@
-"""Recurring tasks when things go wrong: cleanup, a broken task, database outages."""
+"""One broken recurring task does not stop the others: an enqueue that raises, an
+unreachable database, a schedule that never fires (logged, shown, checked)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ from datetime import timedelta
 import pytest
 from django.db import OperationalError
 from django.urls import reverse
-from django.utils import timezone
 
-from steady_queue.models import Job, RecurringExecution, RecurringTask
+from steady_queue.models import Job, RecurringTask
 from steady_queue.task_options.recurring_task import recurring
-from steady_queue.testing import run_ready_jobs
-from tests.models.recurring_trust_helpers import (
+from tests.models.recurring_clock import (
     START,
     Clock,
     booted,
@@ -24,43 +23,9 @@ from tests.models.recurring_trust_helpers import (
     run_until,
 )
 from tests.tasks import features as tasks
-from tests.tasks.recurring_trust import UNREACHABLE, broken_key, unreachable
+from tests.tasks.enqueue_errors import UNREACHABLE, broken_key, unreachable
 
 pytestmark = pytest.mark.django_db
-
-# --- b. Catch-up bookkeeping survives clearing finished jobs -----------------------------
-
-
-def test_catch_up_does_not_run_again_what_cleanup_deleted(declared):
-    declare("0 * * * *", catch_up=timedelta(days=1))
-    clock = Clock(START)
-    schedule = booted(clock, created_at=START - timedelta(minutes=1))
-    run_until(schedule, clock, START + timedelta(hours=3, minutes=30), minutes=10)
-    assert run_times() == [START, *(START + timedelta(hours=n) for n in (1, 2, 3))]
-
-    run_ready_jobs()
-    Job.objects.update(finished_at=timezone.now() - timedelta(days=2))
-    Job.objects.clear_finished_in_batches()
-    assert not Job.objects.exists() and not RecurringExecution.objects.exists()
-
-    clock.advance(hours=1)  # a scheduler starts after the 04:00 run was missed
-    booted(clock)
-    assert run_times() == [START + timedelta(hours=4)]
-    assert RecurringTask.objects.get().last_enqueued_run_at == START + timedelta(hours=4)
-
-
-def test_a_run_older_than_the_last_enqueued_one_is_not_enqueued_again(declared):
-    declare("0 * * * *")
-    RecurringTask.objects.sync_static(declared)
-    task = RecurringTask.objects.get()
-    assert task.enqueue(START) is not None
-    Job.objects.all().delete()  # its execution row goes with it
-    assert task.enqueue(START) is None
-    assert task.enqueue(START - timedelta(hours=1)) is None
-    assert task.enqueue(START + timedelta(hours=1)) is not None
-    assert task.enqueue_now() is not None  # an extra run does not move the bookkeeping
-    assert RecurringTask.objects.get().last_enqueued_run_at == START + timedelta(hours=1)
-
 
 # --- d. One broken task does not stop the others --------------------------------------
 
@@ -145,46 +110,3 @@ def test_run_now_of_a_task_whose_enqueue_raises_answers_with_the_error(declared)
     assert response.status_code == 200
     assert "cannot compute a concurrency key" in response.content.decode()
     assert not Job.objects.exists()
-
-
-# --- e. No flood after an outage ------------------------------------------------------
-
-
-def test_without_catch_up_an_outage_ends_with_one_run_the_latest(declared, caplog):
-    declare("* * * * *")
-    clock = Clock(START)
-    schedule = booted(clock)
-    clock.advance(minutes=1)
-    assert poll(schedule) == 1
-    clock.advance(hours=2)  # every poll failed meanwhile: the database was down
-    with caplog.at_level(logging.WARNING, logger="steady_queue.scheduler"):
-        assert poll(schedule) == 1
-    assert run_times() == [START + timedelta(minutes=1), START + timedelta(minutes=121)]
-    [warning] = [r.getMessage() for r in caplog.records if "missed" in r.getMessage()]
-    assert "task" in warning and "2030-01-01 12:02:00" in warning
-
-
-def test_with_catch_up_an_outage_enqueues_the_runs_within_the_window(declared):
-    declare("* * * * *", catch_up=timedelta(minutes=30))
-    clock = Clock(START)
-    schedule = booted(clock, created_at=START)
-    clock.advance(hours=2)
-    assert poll(schedule) == 30
-    assert run_times() == [START + timedelta(minutes=n) for n in range(91, 121)]
-
-
-def test_catch_up_is_capped_after_an_outage_and_at_start(declared):
-    from steady_queue.task_options.recurring_task import CATCH_UP_LIMIT
-
-    declare("* * * * * *", catch_up=timedelta(days=1))
-    clock = Clock(START)
-    schedule = booted(clock, created_at=START)
-    clock.advance(hours=2)
-    assert poll(schedule) == CATCH_UP_LIMIT
-    now = clock.now
-    assert run_times() == [now - timedelta(seconds=n) for n in reversed(range(CATCH_UP_LIMIT))]
-
-    clock.advance(hours=2)  # the scheduler restarts after another outage
-    booted(clock)
-    assert len(run_times()) == 2 * CATCH_UP_LIMIT
-    assert run_times()[-1] == clock.now

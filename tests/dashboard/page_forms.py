@@ -1,4 +1,4 @@
-"""Helpers for the trust tests: read forms out of pages, post them as a browser would."""
+"""Forms out of pages, posted as a browser would; a keyset cursor as a link carries one."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from html.parser import HTMLParser
 
 from django.urls import reverse
+from django.utils import timezone
 
 
 def url(name: str, *args) -> str:
@@ -66,3 +67,8 @@ def ask_then_confirm(client, action_url: str, data: dict):
     asked = client.post(action_url, data)
     assert asked.status_code == 200 and "sq-confirm-form" in asked.content.decode()
     return client.post(action_url, confirm_form(asked.content.decode()))
+
+
+def local(when) -> str:
+    """A time as the date filters' boxes hold it (local, to the minute)."""
+    return timezone.localtime(when).strftime("%Y-%m-%dT%H:%M")

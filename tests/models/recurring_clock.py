@@ -1,4 +1,4 @@
-"""Helpers of the recurring trust tests: a clock to drive schedulers, runs as recorded."""
+"""A clock to drive recurring schedules by hand, declarations on it, and the runs recorded."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from steady_queue.models import RecurringTask
 from steady_queue.processes.scheduler import Scheduler
 from steady_queue.testing import run_ready_jobs
-from tests.models.recurring_trust_helpers import (
+from tests.models.recurring_clock import (
     Clock,
     booted,
     dashboard,

@@ -1,4 +1,5 @@
-"""Issue 10 in a real browser: "all matching" acts on exactly what the filtered page shows."""
+"""Discarding in a real browser asks first and acts on exactly what it showed: "all matching"
+on a filtered page, one job, the ticked rows, with or without JavaScript (issue 10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tasks for the recurring-task trust tests: one whose enqueue always raises."""
+"""Tasks whose enqueue raises: a key function that always fails, one that fails as an
+unreachable database does while asked to (for the recurring tasks' failure tests)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The per-task declarations: retries, unique jobs, rate limits, recurring tasks, keys."""
