@@ -386,3 +386,20 @@ def test_a_model_importing_the_storage_is_caught(tmp_path):
     models.mkdir(parents=True)
     (models / "bad.py").write_text("def f():\n    from .. import storage\n")
     assert upward_imports(models / "bad.py", tmp_path / "steady_queue") != []
+
+
+@pytest.mark.parametrize("package", FOUNDATION_PACKAGES)
+def test_the_foundation_packages_import_only_the_foundation(tmp_path, package):
+    root = tmp_path / "steady_queue"
+    (root / package).mkdir(parents=True)
+    fine = root / package / "fine.py"
+    fine.write_text("from . import TaskOptions\nfrom .. import db\nfrom ..compat import Task\n")
+    fine.with_name("other.py").write_text("from ..observability import log\n")
+    bad = root / package / "bad.py"
+    bad.write_text("from ..models import Job\ndef f():\n    from ..perform import perform\n")
+    forbidden = RULES[f"steady_queue/{package}"]
+    assert upward_imports(fine, root, forbidden) == []
+    assert upward_imports(fine.with_name("other.py"), root, forbidden) == []
+    found = upward_imports(bad, root, forbidden)
+    assert any(":1 imports steady_queue.models" in line for line in found)
+    assert any(":3 imports steady_queue.perform" in line for line in found)
