@@ -27,6 +27,12 @@ MOVED = {
     "steady_queue.postgres": "steady_queue.storage.postgres",
     "steady_queue.postgres_enqueue": "steady_queue.storage.postgres_enqueue",
     "steady_queue.notify": "steady_queue.storage.notify",
+    "steady_queue.processes.pool": "steady_queue.processes.worker.pool",
+    "steady_queue.processes.recycling": "steady_queue.processes.worker.recycling",
+    "steady_queue.processes.async_slots": "steady_queue.processes.worker.async_slots",
+    "steady_queue.processes.async_claims": "steady_queue.processes.worker.async_claims",
+    "steady_queue.processes.run_checks": "steady_queue.processes.worker.run_checks",
+    "steady_queue.processes.unrecorded": "steady_queue.processes.worker.unrecorded",
 }
 
 
