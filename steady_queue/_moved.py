@@ -35,6 +35,12 @@ MOVED = {
     "steady_queue.uniqueness": "steady_queue.task_options.uniqueness",
     "steady_queue.log": "steady_queue.observability.log",
     "steady_queue.tracing": "steady_queue.observability.tracing",
+    "steady_queue.processes.pool": "steady_queue.processes.worker.pool",
+    "steady_queue.processes.recycling": "steady_queue.processes.worker.recycling",
+    "steady_queue.processes.async_slots": "steady_queue.processes.worker.async_slots",
+    "steady_queue.processes.async_claims": "steady_queue.processes.worker.async_claims",
+    "steady_queue.processes.run_checks": "steady_queue.processes.worker.run_checks",
+    "steady_queue.processes.unrecorded": "steady_queue.processes.worker.unrecorded",
 }
 
 

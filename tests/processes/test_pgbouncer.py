@@ -84,9 +84,12 @@ def test_the_engine_and_the_dashboard_work_through_pgbouncer(pgbouncer_port, sta
     )
     ours = Job.objects.filter(pk__in=ids)
     wait_until(
-        lambda: ours.filter(finished_at__isnull=False).count() == len(ids) - 2,
+        lambda: (
+            ours.filter(finished_at__isnull=False).count() == len(ids) - 2
+            and FailedExecution.objects.filter(job__in=ours).count() == 2
+        ),
         timeout=60,
-        what="every job but the two failing ones to finish",
+        what="every job but the two failing ones to finish, and those two to fail",
     )
     assert set(FailedExecution.objects.values_list("job__task_path", flat=True)) == {
         "tests.tasks.explode"

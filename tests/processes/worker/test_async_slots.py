@@ -1,4 +1,4 @@
-"""A worker's event loop for async jobs (``processes.async_slots``), run in this process.
+"""A worker's event loop for async jobs (``processes.worker.async_slots``), run in this process.
 
 The worker's threads, loop and helper threads run for real against the test database;
 only its main loop does not: the tests poll it themselves (``drive``).
@@ -26,9 +26,9 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
-from steady_queue.processes.async_claims import REPROBE_INTERVAL, ClaimRoom, sort_claims
 from steady_queue.processes.outages import close_connections
 from steady_queue.processes.worker import Worker
+from steady_queue.processes.worker.async_claims import REPROBE_INTERVAL, ClaimRoom, sort_claims
 from tests.observability.test_tracing import EXPORTER
 from tests.processes.conftest import RunLog, wait_until
 from tests.tasks import async_tasks as tasks
@@ -152,7 +152,12 @@ def test_a_coroutine_blocking_the_loop_has_its_job_ended_for_it_once(worker):
 
     assert failure(result).exception_class == "steady_queue.exceptions.JobTimeout"
     assert "Where the task was:" in failure(result).backtrace
-    assert result.id not in [str(i) for i in worker.running_job_ids]
+    # The watchdog records the failure, then gives the loop up: the job leaves the ledger.
+    drive(
+        worker,
+        lambda: worker._stuck and result.id not in [str(i) for i in worker.running_job_ids],
+        what="the loop to be given up",
+    )
     assert worker._stuck and worker.async_slots.stuck()
     # Once the C call returns, the late success finds no claim, and changes nothing.
     drive(worker, lambda: not worker.async_slots.stuck(), what="the loop to come back")
@@ -234,7 +239,7 @@ def test_a_claim_beyond_the_idle_threads_gives_sync_jobs_back(tmp_path):
         assert [len(to_loop), len(to_threads), len(surplus)] == [2, 1, 2]
         assert {e.job.task_path for e in to_loop} == {"tests.tasks.async_tasks.nap"}
 
-        with worker._no_new_claims():  # the thread claims no next job: see what is left
+        with worker.ledger.no_new_claims():  # the thread claims no next job: see what is left
             worker._hand_out(claimed)
             wait_until(lambda: ended() == 3, what="the three jobs handed out")
             assert ReadyExecution.objects.count() == 2  # given back, not waiting for a thread

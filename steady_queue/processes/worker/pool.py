@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .outages import close_connections, recover_connections
+from ..outages import close_connections, recover_connections
 
 logger = logging.getLogger("steady_queue.processes")
 

@@ -16,7 +16,7 @@ def test_the_scheduler_keeps_enqueueing_the_others_when_one_task_raises(start_su
         "--only-dispatchers",
         recurring=True,
         children=2,
-        DJANGO_SETTINGS_MODULE="tests.processes.recurring_trust_settings",
+        DJANGO_SETTINGS_MODULE="tests.processes.broken_recurring_settings",
     )
     healthy = RecurringExecution.objects.filter(task_key="trust healthy")
     wait_until(lambda: healthy.count() >= 3, timeout=30, what="three runs of the healthy task")

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import iscoroutinefunction
 
-from ..models import ClaimedExecution
-from ..results import task_for
+from ...models import ClaimedExecution
+from ...results import task_for
 
 if TYPE_CHECKING:
     from .async_slots import AsyncSlots

@@ -49,7 +49,7 @@ def test_one_poll_drains_the_queue(worker):
 def test_threads_claim_nothing_while_claims_are_paused(worker):
     enqueue_all([(tasks.add, (i, i), {}) for i in range(6)])
 
-    with worker._no_new_claims():
+    with worker.ledger.no_new_claims():
         worker.poll()
         wait_until(lambda: finished() == 2, what="the two polled jobs")
         wait_until(lambda: worker.pool.idle_threads == 2, what="the threads to go idle")

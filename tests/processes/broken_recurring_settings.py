@@ -1,4 +1,4 @@
-"""Settings of the supervisor the recurring trust process test starts: the processes
+"""Settings of the supervisor the broken recurring task test starts: the processes
 tests' own, plus an app declaring a broken and a healthy recurring task."""
 
 from tests.processes.settings import *  # noqa: F403

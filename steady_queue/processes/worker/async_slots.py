@@ -26,10 +26,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .. import deadlines, perform, storage
-from ..configuration import ASYNC_HELPER_THREADS
-from ..exceptions import JobCancelled
-from ..models import ClaimedExecution
+from ... import deadlines, perform, storage
+from ...configuration import ASYNC_HELPER_THREADS
+from ...exceptions import JobCancelled
+from ...models import ClaimedExecution
 from .async_claims import ClaimRoom
 from .pool import Pool
 from .unrecorded import end_unrecorded

@@ -1,36 +1,40 @@
-"""Workers claim ready jobs and run them on a pool of threads (async ones on an event loop)."""
+"""Workers claim ready jobs and run them on a pool of threads (async ones on an event loop).
+
+Over 300 lines: the main loop's claims and the threads' runs share one set of claim rules.
+Its collaborators are beside it: the pool, the async slots, the ledger of claims and
+recycling.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 
 import steady_queue
 
-from .. import configuration, deadlines, storage
-from ..configuration import seconds
-from ..models import ClaimedExecution, Process
-from ..models.claimed_finish import OutcomeNotRecorded
-from ..perform import perform_then_claim
-from . import change_watcher, listener, pacing
+from ... import configuration, deadlines, storage
+from ...configuration import seconds
+from ...models import ClaimedExecution, Process
+from ...perform import perform_then_claim
+from .. import change_watcher, listener, pacing
+from ..outages import recover_connections
+from ..poller import Poller
 from .async_claims import is_async_job, sort_claims
 from .async_slots import AsyncSlots
-from .outages import recover_connections
-from .poller import Poller
+from .ledger import Ledger, give_back
 from .pool import Pool
-from .recycling import WAIT_FOR_IDLE_THREAD, Recycling, RecyclingWorker, resident_memory_mib
+from .recycling import WAIT_FOR_IDLE_THREAD, Recycling, resident_memory_mib
 from .run_checks import STUCK_CHECK_INTERVAL, Cancellations, StuckThreads
 from .unrecorded import end_unrecorded
 
 logger = logging.getLogger("steady_queue.processes")
 
 
-class Worker(RecyclingWorker, Poller):
+class Worker(Poller):
     """Claim at most as many ready jobs as there are idle threads, and run them.
 
     A thread that finishes a job claims its next one with the finish (one statement on
@@ -65,27 +69,16 @@ class Worker(RecyclingWorker, Poller):
         self.watcher: change_watcher.ChangeWatcher | None = None
         # Until on_boot knows what wakes this worker: every polling_interval.
         self.pacing: pacing.Fixed = pacing.Fixed(self.polling_interval)
-        self._jobs_paced = 0
-        # Jobs claimed and not finished yet, and the threads claiming their next job now.
+        # Jobs run (finished) so far, and how many of them the pacing has seen.
         self._lock = threading.Lock()
-        self._claims = threading.Condition(self._lock)
-        self._running: set[int] = set()
-        # Jobs whose outcome neither their run nor end_unrecorded could record: still
-        # claimed, and never given back by this worker (a prune or the crash path fails them).
-        self._kept: set[int] = set()
-        self._claiming = 0
-        self._claims_paused = False
         self.jobs_run = 0
+        self._jobs_paced = 0
         self._stuck = StuckThreads()
-        # Runs whose stuck thread was given up while their job keeps its claim (its slot
-        # held, no retry due): they end when the thread stops, or as this worker exits.
-        self._held: dict[int, deadlines.Run] = {}
         self._cancellations = Cancellations()
-        # Jobs handed to threads so far, and claims the main loop is making: with
-        # recycle_after_jobs, together with _claiming they never pass the bound.
-        self._started = 0
-        self._reserved = 0
-        self.recycling = Recycling(after_jobs=recycle_after_jobs, above_memory=recycle_above_memory)
+        self.recycling = Recycling(
+            after_jobs=recycle_after_jobs, above_memory=recycle_above_memory, owner=self
+        )
+        self.ledger = Ledger(self.recycling)
         # Set by the supervisor when this worker replaces a recycled one: why, and when.
         self.replaced: dict | None = None
 
@@ -104,10 +97,7 @@ class Worker(RecyclingWorker, Poller):
         found = {**super().metadata(), "queues": self.queues, "threads": self.threads}
         if self.async_slots is not None:
             found["async_concurrency"] = self.async_slots.size
-        if self.recycling.after_jobs is not None:
-            found["recycle_after_jobs"] = self.recycling.after_jobs
-        if self.recycling.above_memory is not None:
-            found["recycle_above_memory"] = self.recycling.above_memory
+        found.update(self.recycling.metadata())
         if self.replaced is not None:
             found["replaced"] = self.replaced
         return found
@@ -128,8 +118,7 @@ class Worker(RecyclingWorker, Poller):
     @property
     def running_job_ids(self) -> set[int]:
         """Ids of the jobs claimed for the pool (or the loop) and not finished yet."""
-        with self._lock:
-            return set(self._running)
+        return self.ledger.running()
 
     def on_boot(self) -> None:
         self.pool.start()
@@ -156,22 +145,21 @@ class Worker(RecyclingWorker, Poller):
         return delay
 
     def _poll(self) -> float:
-        if self._check_recycling():
+        if self.recycling.due():
             return self._recycle_when_idle()
         async_room = self.async_slots.claim_room() if self.async_slots is not None else 0
-        wanted = self._reserve(self.pool.idle_threads + async_room)
+        wanted = self.ledger.reserve(self.pool.idle_threads + async_room)
         if wanted == 0:
             slots, wait = self.async_slots, WAIT_FOR_IDLE_THREAD
             return wait if slots is None else slots.probe_delay(wait)
         try:
             claimed = self._claim(wanted)
             if not self._may_start(claimed):  # these jobs never started
-                self._release([execution.job_id for execution in claimed])
+                give_back(self.process, [execution.job_id for execution in claimed])
                 return 0
             self._hand_out(claimed)
         finally:
-            with self._lock:
-                self._reserved = 0
+            self.ledger.unreserve()
         delay = self.pacing.after_poll(len(claimed) + self._jobs_run_since_last_poll())
         return 0 if len(claimed) == wanted else delay
 
@@ -191,22 +179,13 @@ class Worker(RecyclingWorker, Poller):
             )
         if self.async_slots is not None:
             self.async_slots.shutdown()
-        self._fail_kept_claims()
+        if not self.orphaned:  # an orphan's claims stay for the orphan sweep
+            self.ledger.fail_kept(self.process, self)
         if not unfinished:
             self.pool.join(timeout=1.0)
             if self.async_slots is not None:
                 self.async_slots.join(timeout=1.0)
-        self._end_held_jobs()
-
-    def _end_held_jobs(self) -> None:
-        """Fail the jobs of given-up threads still stuck: the process exits right after."""
-        with self._lock:
-            held, self._held = list(self._held.values()), {}
-        for run in held:
-            try:
-                deadlines.end_for(run)
-            except Exception:
-                logger.exception("Could not end job %s, stuck past its timeout", run.claimed.job_id)
+        self.ledger.end_held()
 
     def _hand_out(self, claimed: list[ClaimedExecution]) -> None:
         """Give each claimed job a free slot of the loop (async) or an idle thread.
@@ -216,16 +195,14 @@ class Worker(RecyclingWorker, Poller):
         """
         idle = self.pool.idle_threads
         to_loop, to_threads, surplus = sort_claims(claimed, idle, self.async_slots)
-        with self._lock:
-            self._running.update(execution.job_id for execution in [*to_loop, *to_threads])
-            self._started += len(to_loop) + len(to_threads)
+        self.ledger.started([execution.job_id for execution in [*to_loop, *to_threads]])
         for execution in to_loop:
             if not self.async_slots.submit(execution):  # a thread's hand-off took the slot
                 to_threads.append(execution)
         for execution in to_threads:
             self.pool.submit(functools.partial(self._run, execution))
         try:
-            self._release([execution.job_id for execution in surplus])
+            give_back(self.process, [execution.job_id for execution in surplus])
         except Exception:
             self._claim_failed = True  # the next poll gives back what this worker does not run
             raise
@@ -243,21 +220,18 @@ class Worker(RecyclingWorker, Poller):
     ) -> None:
         """An async job left its slot: count it; wake the worker if slots are to be filled."""
         self._count_job()
-        with self._lock:
-            self._running.discard(claimed.job_id)
-            if finished is None:  # its outcome was not recorded: the claim may be left
-                self._kept.add(claimed.job_id)
+        self.ledger.ended(claimed.job_id, recorded=finished is not None)
         if worth_a_poll or self.recycling.reason is not None:
             self.wake_up()  # to claim for the free slots, or to go once the last job ended
 
     def _run_one(self, claimed: ClaimedExecution) -> ClaimedExecution | None:
         """Run one job, have its finish claim the next; return that job (None: go idle)."""
-        counted: list[bool] = []  # whether this thread is counted in _claiming
+        counted: list[bool] = []  # whether this thread is counted as claiming in the ledger
 
         def allowed() -> bool:
             # A thread given up on (it ran past a timeout) takes no further job.
             mine = not self.pool.is_abandoned()
-            counted.append(mine and self._may_claim() and self._start_claiming())
+            counted.append(mine and self._may_claim() and self.ledger.start_claiming())
             return counted[-1]
 
         then_claim = storage.ClaimNext(self.queues, self.process, allowed=allowed)
@@ -267,7 +241,7 @@ class Worker(RecyclingWorker, Poller):
             if finished.claim_failed:
                 self._claim_failed = True  # the next poll releases what it may have claimed
             elif finished.claimed and not self._may_start(finished.claimed):
-                self._release([finished.claimed[0].job_id])
+                give_back(self.process, [finished.claimed[0].job_id])
             elif finished.claimed:
                 following = finished.claimed[0]
         except BaseException as exc:
@@ -275,20 +249,11 @@ class Worker(RecyclingWorker, Poller):
             if any(counted):
                 self._claim_failed = True
             if not end_unrecorded(claimed, exc, self.name):
-                with self._lock:
-                    self._kept.add(claimed.job_id)
+                self.ledger.keep(claimed.job_id)
         finally:
             recover_connections()
             self._count_job()
-            with self._claims:
-                self._running.discard(claimed.job_id)
-                self._held.pop(claimed.job_id, None)
-                if following is not None:
-                    self._running.add(following.job_id)
-                    self._started += 1
-                if any(counted):
-                    self._claiming -= 1
-                    self._claims.notify_all()
+            self.ledger.ended(claimed.job_id, following=following, was_claiming=any(counted))
             if self.recycling.reason is not None:
                 self.wake_up()  # perhaps the last running job: time to go
         return following
@@ -307,56 +272,13 @@ class Worker(RecyclingWorker, Poller):
         """
         slots = self.async_slots
         if self.pool.abandon(thread) or (slots is not None and slots.abandon(run)):
-            with self._lock:
-                self._running.discard(run.claimed.job_id)
-                if run.held and not run.ended.is_set():
-                    self._held[run.claimed.job_id] = run
+            self.ledger.given_up(run)
             self._stuck.add(thread)
             self.wake_up()
 
-    def _left_to_start(self) -> int | None:
-        """How many more jobs this worker may start before it is recycled (None: no bound).
-
-        Call with the lock held.
-        """
-        if self.recycling.after_jobs is None:
-            return None
-        return self.recycling.after_jobs - self._started - self._claiming - self._reserved
-
-    def _reserve(self, room: int) -> int:
-        """How many jobs the main loop may claim now, set aside against the bound."""
-        with self._lock:
-            left = self._left_to_start()
-            wanted = room if left is None else max(0, min(room, left))
-            self._reserved = wanted
-            return wanted
-
-    def _start_claiming(self) -> bool:
-        with self._claims:
-            left = self._left_to_start()
-            if self._claims_paused or (left is not None and left <= 0):
-                return False
-            self._claiming += 1
-            return True
-
-    @contextlib.contextmanager
-    def _no_new_claims(self) -> Iterator[None]:
-        """Keep threads from claiming their next job, once the claims in flight are recorded.
-
-        Inside, every job this worker holds a claim for is in ``running_job_ids``.
-        """
-        with self._claims:
-            self._claims_paused = True
-            self._claims.wait_for(lambda: self._claiming == 0)
-        try:
-            yield
-        finally:
-            with self._claims:
-                self._claims_paused = False
-
     def _claim(self, wanted: int) -> list[ClaimedExecution]:
         if self._claim_failed:
-            self._release_lost_claims()
+            self.ledger.release_lost(self.process, self)
         try:
             claimed = storage.claim(self.queues, wanted, self.process)
         except Exception:
@@ -368,7 +290,7 @@ class Worker(RecyclingWorker, Poller):
     def _may_claim(self) -> bool:
         return (
             not self.stopping
-            and not self._check_recycling()
+            and not self.recycling.due()
             and not self._claim_failed
             and self.still_registered()
         )
@@ -381,36 +303,6 @@ class Worker(RecyclingWorker, Poller):
         """
         return not claimed or (self.still_registered() and not self.stopping)
 
-    def _release_lost_claims(self) -> None:
-        # A claim whose commit succeeded although the connection failed before we heard
-        # of it would otherwise stay claimed, unrun, until this worker stops.
-        with self._no_new_claims():
-            mine = ClaimedExecution.objects.filter(process_id=self.process.pk)
-            with self._lock:
-                ours = self._running | set(self._held) | self._kept
-            lost = mine.exclude(job_id__in=ours)
-            if released := ClaimedExecution.release_all(lost):
-                logger.warning("%s released %d claimed jobs it had lost track of", self, released)
-
-    def _fail_kept_claims(self) -> None:
-        """Fail the jobs still claimed whose outcome was not recorded: deregistering
-        would give them back to ready, and they ran (or began) already."""
-        with self._lock:
-            kept = set(self._kept)
-        if not kept or self.orphaned:  # an orphan's claims stay for the orphan sweep
-            return
-        mine = ClaimedExecution.objects.filter(process_id=self.process.pk, job_id__in=kept)
-        error = OutcomeNotRecorded(f"{self} stopped before the outcome could be recorded")
-        try:
-            ClaimedExecution.fail_all_with(mine, error)
-        except Exception:
-            logger.exception("%s could not fail jobs %s; a prune will", self, sorted(kept))
-
-    def _release(self, job_ids: list[int]) -> None:
-        if job_ids:
-            mine = ClaimedExecution.objects.filter(process_id=self.process.pk, job_id__in=job_ids)
-            ClaimedExecution.release_all(mine)
-
     def _wait_for_running_jobs(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while self.running_job_ids and not self.quitting:
@@ -418,3 +310,27 @@ class Worker(RecyclingWorker, Poller):
             if remaining <= 0:
                 return
             self.interruptible_sleep(min(remaining, 1.0))
+
+    # Recycling
+
+    def _count_job(self) -> None:
+        """Count a job run; past a recycling bound, the worker claims no more."""
+        with self._lock:
+            self.jobs_run += 1
+        self.recycling.due()
+
+    def _check_stuck_threads(self) -> None:
+        """Recycle once a given-up thread (or the loop) has been stuck for ``timeout_grace``."""
+        alive = {thread.ident for thread in self.pool.stuck_threads()}
+        if self.async_slots is not None and self.async_slots.stuck():
+            alive.add(self.async_slots.thread_id)
+        if self._stuck.past_grace(alive):
+            self.recycling.stuck(seconds(steady_queue.timeout_grace))
+
+    def _recycle_when_idle(self) -> float:
+        """Once the running jobs have finished, stop with the exit status of recycling."""
+        if self.running_job_ids:
+            return WAIT_FOR_IDLE_THREAD  # a finishing job wakes the worker
+        self.exit_status = self.recycling.exit_status
+        self.stop()
+        return 0
