@@ -27,6 +27,9 @@ MOVED = {
     "steady_queue.postgres": "steady_queue.storage.postgres",
     "steady_queue.postgres_enqueue": "steady_queue.storage.postgres_enqueue",
     "steady_queue.notify": "steady_queue.storage.notify",
+    "steady_queue.perform": "steady_queue.runner.perform",
+    "steady_queue.deadlines": "steady_queue.runner.deadlines",
+    "steady_queue.cancellation": "steady_queue.runner.cancellation",
 }
 
 

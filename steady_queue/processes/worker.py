@@ -12,11 +12,12 @@ from datetime import timedelta
 
 import steady_queue
 
-from .. import configuration, deadlines, storage
+from .. import configuration, storage
 from ..configuration import seconds
 from ..models import ClaimedExecution, Process
 from ..models.claimed_finish import OutcomeNotRecorded
-from ..perform import perform_then_claim
+from ..runner import deadlines
+from ..runner.perform import perform_then_claim
 from . import change_watcher, listener, pacing
 from .async_claims import is_async_job, sort_claims
 from .async_slots import AsyncSlots

@@ -16,9 +16,9 @@ import pytest
 import steady_queue
 from steady_queue import storage
 from steady_queue.models import ClaimedExecution, Job, Process, Semaphore
-from steady_queue.perform import perform
 from steady_queue.processes.heartbeat import Heartbeat
 from steady_queue.processes.worker import Worker
+from steady_queue.runner.perform import perform
 from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db
