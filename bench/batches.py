@@ -128,7 +128,7 @@ def _run_counted(limit: int | None = None) -> list[int]:
 
     from steady_queue import storage
     from steady_queue.models import Process
-    from steady_queue.perform import perform
+    from steady_queue.runner.perform import perform
 
     process = Process.register(kind=Process.Kind.WORKER, name="bench", pid=os.getpid())
     counts = []

@@ -24,7 +24,7 @@ from bench import database, processes, system
 from bench.tasks import noop, noop_dtdb
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 
 
 @dataclass

@@ -66,8 +66,8 @@ def _counts() -> dict[str, tuple[float, float]]:
     from bench.tasks import noop
     from steady_queue import storage
     from steady_queue.models import Job, Process
-    from steady_queue.perform import perform
     from steady_queue.processes.worker import Worker
+    from steady_queue.runner.perform import perform
 
     database.truncate()
     with CaptureQueriesContext(connection) as single:

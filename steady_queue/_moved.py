@@ -41,6 +41,9 @@ MOVED = {
     "steady_queue.processes.async_claims": "steady_queue.processes.worker.async_claims",
     "steady_queue.processes.run_checks": "steady_queue.processes.worker.run_checks",
     "steady_queue.processes.unrecorded": "steady_queue.processes.worker.unrecorded",
+    "steady_queue.perform": "steady_queue.runner.perform",
+    "steady_queue.deadlines": "steady_queue.runner.deadlines",
+    "steady_queue.cancellation": "steady_queue.runner.cancellation",
 }
 
 

@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from . import cancellation
 from .compat import TaskContext
 from .exceptions import JobCancelled, RescheduleJob
+from .runner import cancellation
 
 
 def reschedule(context: TaskContext, delay: timedelta | datetime) -> None:

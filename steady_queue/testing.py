@@ -9,7 +9,7 @@ from . import storage
 from .compat import TaskResult
 from .models import ScheduledExecution, ThrottledExecution
 from .models.task_rollup import tally
-from .perform import perform
+from .runner.perform import perform
 
 
 def run_ready_jobs(

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import connections
 
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 
 
 def at_once(work: Callable[[Any], Any], items: Sequence) -> list[BaseException]:

@@ -12,7 +12,7 @@ from steady_queue.batches import Batch, batch
 from steady_queue.compat import TaskResultStatus
 from steady_queue.exceptions import BatchError
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 from steady_queue.testing import run_ready_jobs
 from tests.at_once import perform_at_once
 from tests.tasks import billing

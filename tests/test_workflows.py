@@ -19,7 +19,7 @@ from steady_queue.models import (
     WorkflowRun,
     WorkflowStep,
 )
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 from steady_queue.testing import run_ready_jobs
 from steady_queue.workflows import Workflow
 from tests import tasks

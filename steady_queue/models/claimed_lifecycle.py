@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
 from django.dispatch import Signal
+from django.utils import timezone
+
+import steady_queue
 
 from .claimed_finish import ClaimedFinish, Failure, Release
 
@@ -68,6 +71,22 @@ class ClaimedLifecycle(ClaimedFinish):
         for job in failed:
             _announce(job)
         return len(failed)
+
+    def lost_while_waiting(self) -> bool:
+        """Whether this claim, waiting long to start its run, was taken from its process.
+
+        A worker process stopped (SIGSTOP, a VM paused) between its claim and the run's
+        start for longer than the alive threshold is pruned and its jobs failed; resumed,
+        it must not run them after all. Only a claim older than half the threshold costs
+        the query that asks; the others cannot have been pruned yet.
+        """
+        if self.process_id is None:
+            return False  # an in-process run: nothing prunes it
+        waited = timezone.now() - self.created_at
+        if waited < steady_queue.process_alive_threshold / 2:
+            return False
+        mine = type(self).objects.filter(job_id=self.job_id, process_id=self.process_id)
+        return not mine.exists()
 
     @classmethod
     def _with_jobs(cls, claims: QuerySet) -> list[ClaimedLifecycle]:

@@ -10,6 +10,8 @@ policy, and a claim given back (QUIT, a crash) ends it rather than queue it agai
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.utils import timezone
 
@@ -18,6 +20,9 @@ from .job_operations import executions_of, in_batches
 from .job_retryable import state_of
 from .signals import jobs_ended
 from .task_rollup import count_jobs
+
+if TYPE_CHECKING:
+    from .outcomes import Failure
 
 NOT_STARTED = (
     "ready_execution",
@@ -47,6 +52,26 @@ class Cancellable:
             rows = type(self).objects.filter(pk=self.pk, cancel_requested_at__isnull=False)
             return rows.exists()
         return self.cancel_requested_at is not None
+
+    def cancelled_run(
+        self, cause: BaseException | None = None, *, seen: bool = False, ask: bool = False
+    ) -> Failure | None:
+        """How a run of this job ends if its cancel was asked for: failed for good with
+        ``JobCancelled`` (what the run raised, ``cause``, kept as its cause); else None.
+
+        ``seen``: the run learnt of the cancel itself (``context.cancelled()``); ``ask``:
+        read the database, not the row as claimed (a run that failed or asked to run
+        again; a success costs nothing more). A run that raised ``JobCancelled`` ends so.
+        """
+        from .outcomes import Failure
+
+        if isinstance(cause, JobCancelled):
+            return Failure(cause, final=True)
+        if not (seen or self.cancel_requested(refresh=ask)):
+            return None
+        exc = JobCancelled(f"Job {self.pk} was cancelled")
+        exc.__cause__ = cause
+        return Failure(exc, final=True)
 
 
 class CancellableQuerySet(models.QuerySet):

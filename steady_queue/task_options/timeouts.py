@@ -7,7 +7,7 @@
     def render_report(report_id): ...
 
 A run that exceeds its timeout fails with ``steady_queue.exceptions.JobTimeout`` and
-follows the task's retry policy; ``steady_queue.deadlines`` enforces it. Tasks without
+follows the task's retry policy; ``steady_queue.runner.deadlines`` enforces it. Tasks without
 one get ``steady_queue.default_timeout`` (None: no timeout).
 """
 

@@ -7,7 +7,6 @@ import logging
 import pytest
 from django.db import DataError
 
-from steady_queue import perform as perform_module
 from steady_queue import storage
 from steady_queue.compat import task_finished, task_started
 from steady_queue.models import (
@@ -17,8 +16,9 @@ from steady_queue.models import (
     Job,
     Semaphore,
 )
-from steady_queue.perform import perform
 from steady_queue.processes import ProcessExitError
+from steady_queue.runner import perform as perform_module
+from steady_queue.runner.perform import perform
 from steady_queue.testing import run_ready_jobs
 from tests.tasks import finish as finish_tasks
 

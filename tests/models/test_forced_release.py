@@ -10,7 +10,7 @@ import pytest
 
 from steady_queue import storage
 from steady_queue.models import ClaimedExecution, Job, Process, Semaphore
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 from tests.tasks import features as tasks
 
 pytestmark = pytest.mark.django_db

@@ -139,7 +139,7 @@ def test_the_module_imports_without_opentelemetry():
     # A fresh interpreter where the package cannot be imported, as without the extra.
     code = (
         "import sys; sys.modules['opentelemetry'] = None\n"
-        "from steady_queue import tracing\n"
+        "from steady_queue.observability import tracing\n"
         "assert tracing.trace is None\n"
         "with tracing.enqueue_span([object()]): pass\n"
         "print('untraced')\n"

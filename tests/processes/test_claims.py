@@ -105,7 +105,7 @@ def test_pruning_fails_the_jobs_of_processes_without_a_recent_heartbeat():
 
 
 def test_a_late_finish_of_a_failed_claim_changes_nothing():
-    from steady_queue.perform import perform
+    from steady_queue.runner.perform import perform
 
     process = register("worker-pruned")
     claimed = claim_one(process)

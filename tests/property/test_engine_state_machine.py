@@ -31,8 +31,8 @@ from steady_queue.models import (
     ScheduledExecution,
     Semaphore,
 )
-from steady_queue.perform import perform
 from steady_queue.processes import ProcessExitError
+from steady_queue.runner.perform import perform
 from steady_queue.testing import dispatch_scheduled
 from tests.tasks import stateful as tasks
 

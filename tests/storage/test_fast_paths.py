@@ -19,8 +19,8 @@ from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import TaskResultStatus, default_task_backend
 from steady_queue.models import ClaimedExecution, Job, Pause, Process, ReadyExecution
-from steady_queue.perform import perform
 from steady_queue.processes.worker import Worker
+from steady_queue.runner.perform import perform
 from tests import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,8 +20,8 @@ from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.models.claimed_finish import Success
-from steady_queue.perform import perform
 from steady_queue.processes.worker import Worker
+from steady_queue.runner.perform import perform
 from steady_queue.storage import mysql_script
 from tests import tasks
 

@@ -25,7 +25,7 @@ pytestmark = [
 
 
 def drain_one_job() -> None:
-    from steady_queue.perform import perform
+    from steady_queue.runner.perform import perform
 
     tasks.add.enqueue(1, 2)
     process = Process.register(kind=Process.Kind.WORKER, name="prepared", pid=os.getpid())

@@ -28,7 +28,7 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

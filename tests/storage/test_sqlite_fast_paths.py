@@ -18,8 +18,8 @@ from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, ReadyExecution
 from steady_queue.models.claimed_finish import Success
-from steady_queue.perform import perform
 from steady_queue.processes.worker import Worker
+from steady_queue.runner.perform import perform
 from steady_queue.storage import file_changes, sqlite_claim
 from steady_queue.storage.sqlite import SqliteStorage
 from tests import tasks

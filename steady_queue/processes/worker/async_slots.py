@@ -8,7 +8,7 @@ helper threads with their own database connections, so the loop never waits for 
 database. A job's steps and its coroutine share one ``contextvars.Context``: its span
 (tracing) is current while the coroutine runs, and entered on one thread at a time.
 
-Timeouts are the coroutine's own (``asyncio.timeout``, see ``perform.with_timeout``).
+Timeouts are the coroutine's own (``asyncio.timeout``, see ``deadlines.with_timeout``).
 The watchdog knows each run, with an ``interrupt`` that cancels its asyncio task
 (cancellation past its grace, or a timeout the coroutine did not stop at); a run that
 still does not stop (a coroutine blocking the loop in C code) has its job ended by the
@@ -26,10 +26,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ... import deadlines, perform, storage
+from ... import storage
 from ...configuration import ASYNC_HELPER_THREADS
 from ...exceptions import JobCancelled
 from ...models import ClaimedExecution
+from ...runner import calling, deadlines, perform
 from .async_claims import ClaimRoom
 from .pool import Pool
 from .unrecorded import end_unrecorded
@@ -42,9 +43,9 @@ class _Entry:
     """One async job in a slot, from its claim to its finish."""
 
     claimed: ClaimedExecution
-    steps: perform.Run
+    steps: calling.Run
     context: contextvars.Context
-    call: perform.Call | None = None
+    call: calling.Call | None = None
     task: asyncio.Task | None = None
     interrupted: type[BaseException] | None = None  # JobTimeout or JobCancelled
     outcome: tuple[bool, Any] | None = None  # (returned, its value or what it raised)
@@ -219,13 +220,13 @@ class AsyncSlots:
             call.claimed,
             call.seconds,
             interruptible=False,
-            end_job=perform.end_stuck,
+            end_job=calling.end_stuck,
             interrupt=interrupt,
         )
         try:
             coroutine = call.coroutine()
             if call.seconds is not None:
-                coroutine = perform.with_timeout(coroutine, call.seconds, call.claimed.job_id)
+                coroutine = deadlines.with_timeout(coroutine, call.seconds, call.claimed.job_id)
             entry.outcome = (True, await coroutine)
         except asyncio.CancelledError as exc:
             entry.outcome = (False, _interrupted(entry, run, exc))

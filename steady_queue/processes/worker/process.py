@@ -16,10 +16,11 @@ from datetime import timedelta
 
 import steady_queue
 
-from ... import configuration, deadlines, storage
+from ... import configuration, storage
 from ...configuration import seconds
 from ...models import ClaimedExecution, Process
-from ...perform import perform_then_claim
+from ...runner import deadlines
+from ...runner.perform import perform_then_claim
 from .. import change_watcher, listener, pacing
 from ..outages import recover_connections
 from ..poller import Poller

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 import steady_queue
 
-from ... import deadlines
 from ...configuration import seconds
 from ...models import Job
+from ...runner import deadlines
 
 # While jobs run, how often to ask which of them were cancelled (one query).
 CANCEL_CHECK_INTERVAL = 2.0

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from ...observability.log import claim_fields
 from ...models import ClaimedExecution
 from ...models.claimed_finish import Failure, OutcomeNotRecorded
+from ...observability.log import claim_fields
 from ..outages import close_connections
 
 logger = logging.getLogger("steady_queue.processes")

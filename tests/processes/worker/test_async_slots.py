@@ -15,7 +15,7 @@ from asgiref.sync import SyncToAsync
 from opentelemetry.trace import SpanKind
 
 import steady_queue
-from steady_queue import deadlines, storage
+from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import task_finished, task_started
 from steady_queue.models import (
@@ -29,6 +29,7 @@ from steady_queue.models import (
 from steady_queue.processes.outages import close_connections
 from steady_queue.processes.worker import Worker
 from steady_queue.processes.worker.async_claims import REPROBE_INTERVAL, ClaimRoom, sort_claims
+from steady_queue.runner import deadlines
 from tests.observability.test_tracing import EXPORTER
 from tests.processes.conftest import RunLog, wait_until
 from tests.tasks import async_tasks as tasks

@@ -9,8 +9,8 @@ import pytest
 
 from steady_queue import storage
 from steady_queue.models import Job
-from steady_queue.perform import perform
 from steady_queue.processes.worker.pool import Pool
+from steady_queue.runner.perform import perform
 from tests.processes.conftest import wait_until
 from tests.tasks import finish as finish_tasks
 

@@ -11,7 +11,6 @@ from django.db import connections
 from django.utils.dateparse import parse_datetime
 
 import steady_queue
-from steady_queue import deadlines
 from steady_queue.compat import TaskResultStatus
 from steady_queue.models import (
     BlockedExecution,
@@ -21,6 +20,7 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
+from steady_queue.runner import deadlines
 from steady_queue.task_options.timeouts import seconds_for, timeout
 from steady_queue.testing import run_ready_jobs
 from tests.tasks import timing_out as tasks

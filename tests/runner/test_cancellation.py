@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from steady_queue import cancellation
 from steady_queue.compat import TaskResultStatus
 from steady_queue.exceptions import JobStateError
 from steady_queue.models import (
@@ -20,6 +19,7 @@ from steady_queue.models import (
     ScheduledExecution,
 )
 from steady_queue.models.claimed_finish import Failure
+from steady_queue.runner import cancellation
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
 from tests.tasks import cancelling

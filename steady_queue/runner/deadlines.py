@@ -5,7 +5,7 @@ When a run's time is up it raises ``TimeoutInterrupt`` inside the run's thread (
 asynchronous exception, delivered at the thread's next Python instruction): a task
 in Python code stops there, its job fails with JobTimeout through the usual path, and
 the thread takes its next job. Async tasks are cancelled by ``asyncio.timeout``
-instead (see ``perform``); a run on a worker's event loop is given an ``interrupt``
+instead (``with_timeout``); a run on a worker's event loop is given an ``interrupt``
 (it cancels the run's asyncio task) that the watchdog calls instead of raising in a
 thread.
 
@@ -32,12 +32,14 @@ Never delivered late: the exception is raised only while the run's task is calle
 under a lock the run takes when the call returns, and a pending one is cleared then.
 
 How a job is ended for its run is the runner's (``end_job``, given with each run:
-``perform.end_stuck``): this module knows threads and clocks, not the storage.
+``calling.end_stuck``): this module knows threads and clocks, not the storage.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
+import functools
 import heapq
 import itertools
 import logging
@@ -50,10 +52,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import JobCancelled, JobTimeout, TimeoutInterrupt
+from asgiref.sync import async_to_sync
+
+from ..exceptions import JobCancelled, JobTimeout, TimeoutInterrupt
 
 if TYPE_CHECKING:
-    from .models import ClaimedExecution
+    from ..models import ClaimedExecution
 
 logger = logging.getLogger("steady_queue.perform")
 
@@ -295,6 +299,38 @@ def call_with_deadline(
     if run.expired is not None:  # it swallowed the interrupt and returned: still too late
         raise _ended_with(run)
     return value
+
+
+def call_async_with_deadline(
+    claimed: ClaimedExecution,
+    seconds: float | None,
+    call: Callable[[], Any],
+    coroutine: Callable[[], Any],
+    *,
+    end_job: EndJob,
+) -> Any:
+    """Run an async task on an event loop of its own: ``call()``, or under a timeout of
+    ``seconds`` its ``coroutine()`` cancelled by ``asyncio.timeout`` (``with_timeout``).
+
+    Not interruptible by the watchdog (the loop cancels it): the watchdog only ends the
+    job for it if it does not stop.
+    """
+    if seconds is not None:
+        bounded = async_to_sync(with_timeout)
+        call = functools.partial(bounded, coroutine(), seconds, claimed.job_id)
+    return call_with_deadline(claimed, seconds, call, end_job=end_job, interruptible=False)
+
+
+async def with_timeout(coroutine, seconds: float, job_id: int):
+    """Await an async task's ``coroutine``, cancelled (JobTimeout) once ``seconds`` have passed."""
+    scope = asyncio.timeout(seconds)
+    try:
+        async with scope:
+            return await coroutine
+    except TimeoutError as exc:
+        if not scope.expired():
+            raise  # the task's own TimeoutError, not its timeout
+        raise JobTimeout(f"Job {job_id} ran past its timeout of {seconds:g} s") from exc
 
 
 def _ended_with(run: Run) -> BaseException:

@@ -12,7 +12,7 @@ from steady_queue import storage
 from steady_queue.backend import SteadyQueueBackend
 from steady_queue.compat import TaskResultStatus, task_finished, task_started
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, Process, ReadyExecution
-from steady_queue.perform import perform
+from steady_queue.runner.perform import perform
 from steady_queue.testing import run_ready_jobs
 from tests import tasks
 

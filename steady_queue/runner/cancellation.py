@@ -4,7 +4,7 @@
 through ``steady_queue.context.cancelled()``, which asks the database at most every
 ``CHECK_INTERVAL`` per job (a task may call it in a tight loop), and through
 ``report_progress``. Once a run has seen the request, it ends as cancelled however it
-ends: ``perform`` asks ``seen()`` when the task returns.
+ends: the runner asks ``seen()`` when the task returns or raises.
 
 The question itself is the caller's (``ask``): this module keeps what the process
 knows, below the models.

@@ -1,0 +1,149 @@
+"""What the models answer a run about to start or ending: cancelled? throttled? lost?
+
+``Job.cancelled_run``, ``Job.admit_or_throttle`` and ``ClaimedExecution.lost_while_waiting``
+are the runner's questions (``steady_queue.runner.perform``); here, each on its own.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+import steady_queue
+from steady_queue import storage
+from steady_queue.exceptions import JobCancelled, RescheduleJob
+from steady_queue.models import ClaimedExecution, Job, Process, ThrottledExecution
+from steady_queue.models.claimed_finish import Failure, Throttle
+from tests import tasks
+from tests.tasks import rate_limited
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def claimed_job(process: Process | None = None) -> ClaimedExecution:
+    tasks.noop.enqueue()
+    (claimed,) = storage.for_alias().claim(["*"], 1, process)
+    return claimed
+
+
+# -- Job.cancelled_run -------------------------------------------------------------------
+
+
+def test_a_job_nobody_cancelled_runs_on_and_ends_as_it_ends():
+    job = claimed_job().job
+
+    assert job.cancelled_run() is None
+    assert job.cancelled_run(ValueError("the task's own"), ask=True) is None
+
+
+def test_the_row_as_claimed_answers_without_a_query_the_database_when_asked():
+    job = claimed_job().job
+    Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now())  # lands now
+
+    with CaptureQueriesContext(connection) as captured:
+        assert job.cancelled_run() is None  # what the claimed row knew
+    assert captured.captured_queries == []
+    ended = job.cancelled_run(ask=True)
+
+    assert isinstance(ended, Failure) and ended.final
+    assert isinstance(ended.exc, JobCancelled)
+    assert str(ended.exc) == f"Job {job.pk} was cancelled"
+    assert ended.exc.__cause__ is None
+
+
+def test_a_cancel_the_run_saw_ends_it_cancelled_with_what_it_raised_as_the_cause():
+    job = claimed_job().job
+    raised = ValueError("interrupted half-way")
+
+    with CaptureQueriesContext(connection) as captured:
+        ended = job.cancelled_run(raised, seen=True, ask=True)
+
+    assert captured.captured_queries == []  # seen: nothing to ask
+    assert ended.final and isinstance(ended.exc, JobCancelled)
+    assert ended.exc.__cause__ is raised
+
+
+def test_a_request_to_run_again_after_a_cancel_ends_cancelled_not_rescheduled():
+    job = claimed_job().job
+    Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now())
+    request = RescheduleJob(timezone.now() + timedelta(minutes=5))
+
+    ended = job.cancelled_run(request, ask=True)
+
+    assert ended.final and isinstance(ended.exc, JobCancelled)
+    assert ended.exc.__cause__ is request
+
+
+def test_a_run_that_raised_job_cancelled_ends_with_it_for_good():
+    job = claimed_job().job
+    raised = JobCancelled(f"Job {job.pk} was cancelled")
+
+    with CaptureQueriesContext(connection) as captured:
+        ended = job.cancelled_run(raised, ask=True)
+
+    assert captured.captured_queries == []
+    assert ended == Failure(raised, final=True)
+
+
+# -- Job.admit_or_throttle ---------------------------------------------------------------
+
+
+def test_a_job_without_a_rate_limit_is_admitted_without_a_query():
+    job = claimed_job().job
+
+    with CaptureQueriesContext(connection) as captured:
+        assert job.admit_or_throttle() is None
+    assert captured.captured_queries == []
+
+
+def test_a_run_with_room_in_its_window_is_admitted():
+    rate_limited.three_a_minute.enqueue(1)
+
+    assert Job.objects.get().admit_or_throttle() is None
+
+
+def test_a_run_without_room_is_throttled_until_its_window_frees():
+    for n in range(4):
+        rate_limited.three_a_minute.enqueue(n)  # three reserve the window, one waits
+    waiting = Job.objects.get(throttled_execution__isnull=False)
+    before = timezone.now()
+
+    ended = waiting.admit_or_throttle()
+
+    assert isinstance(ended, Throttle)
+    assert before < ended.until <= before + timedelta(minutes=1, seconds=1)
+    assert ThrottledExecution.objects.count() == 1  # asking stored nothing
+
+
+# -- ClaimedExecution.lost_while_waiting -------------------------------------------------
+
+
+def test_an_in_process_claim_is_never_lost():
+    claimed = claimed_job()
+    claimed.created_at -= steady_queue.process_alive_threshold * 2
+
+    assert claimed.lost_while_waiting() is False
+
+
+def test_a_recent_claim_is_not_asked_after():
+    process = Process.objects.create(kind="Worker", name="w", pid=1)
+    claimed = claimed_job(process)
+    ClaimedExecution.objects.filter(job_id=claimed.job_id).delete()  # pruned already
+
+    with CaptureQueriesContext(connection) as captured:
+        assert claimed.lost_while_waiting() is False  # too young to have been pruned
+    assert captured.captured_queries == []
+
+
+def test_a_claim_that_waited_long_is_lost_only_once_taken_from_its_process():
+    process = Process.objects.create(kind="Worker", name="w", pid=1)
+    claimed = claimed_job(process)
+    claimed.created_at -= steady_queue.process_alive_threshold / 2 + timedelta(seconds=1)
+
+    assert claimed.lost_while_waiting() is False  # still held
+    ClaimedExecution.objects.filter(job_id=claimed.job_id).delete()  # what a prune does
+    assert claimed.lost_while_waiting() is True
