@@ -5,8 +5,8 @@ subclasses it, overrides what it can do in fewer statements, and falls back to t
 for the rest. A finish's steps are all here (``finish``, with ``finishing``): which way
 an outcome is written, the fallback, the slot's hand-on, threads' finishes grouped; a
 fast storage gives only its statements (``write_success``, ``write_group``,
-``write_hand_on``) and says when they apply; the contract tests (tests/storage) run every storage against the same
-assertions on each database that supports it.
+``write_hand_on``) and says when they apply. The contract tests (tests/storage) run
+every storage against the same assertions on each database that supports it.
 """
 
 from __future__ import annotations

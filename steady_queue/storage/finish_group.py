@@ -12,8 +12,9 @@ commit grouping does for WAL flushes).
 What a statement does is the database's (``Storage.write_group(shape, entries)``: one
 result per entry, in order; ``postgres.grouped``, ``mysql.grouped``, ``sqlite.grouped``).
 If it raises, every entry of the group gets ``WriteAlone``: each thread then writes its
-own finish as it would without grouping, so that one job's bad value, or a deadlock, never fails the others'
-finishes, and the retries stay each job's own (a group of one gets its own error).
+own finish as it would without grouping, so that one job's bad value, or a deadlock,
+never fails the others' finishes, and the retries stay each job's own (a group of one
+gets its own error).
 """
 
 from __future__ import annotations

@@ -8,18 +8,19 @@ finish, then the pauses and a claim of five statements), a worker polling for 5 
 
 - claim: ``BEGIN IMMEDIATE``, one ``DELETE ... RETURNING`` that takes the best ready
   rows and returns their jobs' rows, one multi-row INSERT of the claims, COMMIT
-  (claim);
+  (``claim``);
 - finish a plain success, and claim the thread's next job with it: one transaction
-  deleting the claim, marking the job finished and claiming (6 statements per job);
+  deleting the claim, marking the job finished and claiming (6 statements per job;
+  ``success``);
 - finish a concurrency-limited job's success, and pass its slot to the key's next
-  blocked job, claimed for the thread: one transaction of 7 statements (hand_on);
+  blocked job, claimed for the thread: one transaction of 7 statements (``hand_on``);
 - enqueue due, unlimited jobs: the jobs' INSERT ... RETURNING id and their ready rows'
-  INSERT, multi-row for many (enqueue; the rows' values by values).
+  INSERT, multi-row for many (``enqueue``; the rows' values by ``values``).
 
 The uncommon cases (scheduled, concurrency-limited or unique jobs on enqueue, jobs of a
 group, failures) take the portable paths, as on PostgreSQL.
 
-Every transaction here starts with ``BEGIN IMMEDIATE``, whatever the project's
+Every transaction here starts with ``BEGIN IMMEDIATE`` (``transaction``), whatever the project's
 ``transaction_mode``: it takes the write lock at once, waiting for it up to the busy
 timeout (the "timeout" OPTION), so a transaction that reads before it writes (a
 wildcard's queue names) cannot fail with "database is locked" when it comes to write.
