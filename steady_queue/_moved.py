@@ -25,7 +25,7 @@ MOVED = {
     "steady_queue.schedule_description": "steady_queue.task_options.recurring_task",
     "steady_queue.process_errors": "steady_queue.exceptions",
     "steady_queue.postgres": "steady_queue.storage.postgres",
-    "steady_queue.postgres_enqueue": "steady_queue.storage.postgres_enqueue",
+    "steady_queue.postgres_enqueue": "steady_queue.storage.postgres.enqueue",
     "steady_queue.notify": "steady_queue.storage.notify",
     "steady_queue.concurrency": "steady_queue.task_options.concurrency",
     "steady_queue.rate_limits": "steady_queue.task_options.rate_limits",
@@ -44,6 +44,21 @@ MOVED = {
     "steady_queue.perform": "steady_queue.runner.perform",
     "steady_queue.deadlines": "steady_queue.runner.deadlines",
     "steady_queue.cancellation": "steady_queue.runner.cancellation",
+    # One package per database's fast storage (steady_queue.storage.postgres, .mysql and
+    # .sqlite were modules: the packages keep their names).
+    "steady_queue.storage.postgres_cursor": "steady_queue.storage.postgres.cursor",
+    "steady_queue.storage.postgres_enqueue": "steady_queue.storage.postgres.enqueue",
+    "steady_queue.storage.postgres_grouped": "steady_queue.storage.postgres.grouped",
+    "steady_queue.storage.postgres_hand_on": "steady_queue.storage.postgres.hand_on",
+    "steady_queue.storage.mysql_enqueue": "steady_queue.storage.mysql.enqueue",
+    "steady_queue.storage.mysql_grouped": "steady_queue.storage.mysql.grouped",
+    "steady_queue.storage.mysql_hand_on": "steady_queue.storage.mysql.hand_on",
+    "steady_queue.storage.mysql_script": "steady_queue.storage.mysql.script",
+    "steady_queue.storage.sqlite_claim": "steady_queue.storage.sqlite.claim",
+    "steady_queue.storage.sqlite_enqueue": "steady_queue.storage.sqlite.enqueue",
+    "steady_queue.storage.sqlite_grouped": "steady_queue.storage.sqlite.grouped",
+    "steady_queue.storage.sqlite_hand_on": "steady_queue.storage.sqlite.hand_on",
+    "steady_queue.storage.sqlite_values": "steady_queue.storage.sqlite.values",
 }
 
 

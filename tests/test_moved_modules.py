@@ -4,6 +4,7 @@ package's lazy public API loads nothing before it is asked for."""
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
@@ -53,12 +54,36 @@ def test_an_old_path_imports_the_moved_module_itself(old, new):
         "from steady_queue.runner.perform import performing",
         "from steady_queue.deadlines import call_with_deadline, end_for, watchdog",
         "from steady_queue.cancellation import forget, mark, requested, seen",
+        "from steady_queue.storage.postgres import PostgresStorage",
+        "from steady_queue.storage.mysql import MysqlStorage, PICKED, TAKEN",
+        "from steady_queue.storage.sqlite import SqliteStorage, available, write_transaction",
+        "from steady_queue.storage.sqlite import finish_job, record_success, success_values",
         "from steady_queue.models.claimed_finish import Failure, LastResort, Outcome, Success",
         "from steady_queue.models.claimed_finish import NOT_STORED, Release, Reschedule, Throttle",
     ],
 )
 def test_names_import_from_their_old_module(statement):
     exec(statement, {})
+
+
+def test_a_module_that_became_a_package_is_loaded_once():
+    # steady_queue.postgres, then steady_queue.storage.postgres: one package, its
+    # modules under their own names only (none loaded again under the old name).
+    code = (
+        "import sys, steady_queue, django\n"
+        "import steady_queue.postgres as old\n"
+        "import steady_queue.storage.postgres as new\n"
+        "from steady_queue.storage.postgres import storage\n"
+        "assert old is new and old.PostgresStorage is storage.PostgresStorage\n"
+        "print(sorted(m for m in sys.modules if m.startswith('steady_queue.postgres')))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    setup = "import django; django.setup()\n"
+    done = subprocess.run(
+        [sys.executable, "-c", setup + code], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['steady_queue.postgres']"
 
 
 def test_modules_that_did_not_move_are_not_intercepted():

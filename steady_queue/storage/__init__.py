@@ -2,15 +2,18 @@
 
 ``for_alias()`` returns the storage of the queue database, picked by its vendor the
 way Django picks ``connection.features``: PostgreSQL's one-statement paths
-(``postgres.PostgresStorage``), MySQL/MariaDB's one-round-trip scripts
-(``mysql.MysqlStorage``), SQLite's ``BEGIN IMMEDIATE`` transactions
-(``sqlite.SqliteStorage``), or the portable ORM reference (``base.Storage``) that
-every other database uses and each of these falls back to for the uncommon cases.
+(the ``postgres`` package), MySQL/MariaDB's one-round-trip scripts (``mysql``),
+SQLite's ``BEGIN IMMEDIATE`` transactions (``sqlite``), or the portable ORM reference
+(``base.Storage``) that every other database uses and each of these falls back to for
+the uncommon cases.
 Only these operations live here: enqueue, claim, finish (and claim the next job with
 it), and the wake-ups of idle processes. Every other state change is the models'
-(``steady_queue.models``), the same on every database. To add a database's fast path,
-subclass Storage, override what it does faster, and add it to ``IMPLEMENTATIONS`` and
-to the contract tests' parameters (tests/storage).
+(``steady_queue.models``), the same on every database. A finish's steps (the
+fallback, the slot's hand-on, threads' finishes grouped) are the base class's
+(``finishing``); a fast storage writes only its statements. To add a database's fast
+path, add a package beside ``postgres``, subclass Storage there, override what it does
+faster, and add it to ``IMPLEMENTATIONS`` (ARCHITECTURE.md walks through it); the
+contract tests (tests/storage) then run it too.
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 This is the reference. A database's fast storage (``postgres.PostgresStorage``)
 subclasses it, overrides what it can do in fewer statements, and falls back to this
-for the rest; the contract tests (tests/storage) run every storage against the same
-assertions on each database that supports it.
+for the rest. A finish's steps are all here (``finish``, with ``finishing``): which way
+an outcome is written, the fallback, the slot's hand-on, threads' finishes grouped; a
+fast storage gives only its statements (``write_success``, ``write_group``,
+``write_hand_on``) and says when they apply. The contract tests (tests/storage) run
+every storage against the same assertions on each database that supports it.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import steady_queue
 from ..models import ClaimedExecution, Job, ReadyExecution
 from ..models.claimed_finish import Outcome, Success
 from ..models.slot_hand_on import SlotHandOn
+from . import finishing
+from .finish_group import FinishGroups, Finishing, Shape, claimed_along
 
 if TYPE_CHECKING:
     from ..models import Process
+    from ..models.attempt import Attempt
 
 logger = logging.getLogger("steady_queue.claims")
 
@@ -71,6 +77,8 @@ class Storage:
 
     def __init__(self, alias: str):
         self.alias = alias
+        #: Where worker threads' successes meet to be written together (``finish_group``).
+        self.finish_groups = FinishGroups(self._write_group)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.alias!r}>"
@@ -97,8 +105,22 @@ class Storage:
     ) -> Finished:
         """Record ``outcome`` of ``claimed`` (once; see ClaimedExecution.record), then claim.
 
+        A fast storage writes a plain success, and a limited job's success with its
+        slot's hand-on, with its own statements (see ``finishing``); every other outcome,
+        and everything where those cannot run now, takes the portable finish.
         Raises only what ``record`` raises (the database stayed unreachable).
         """
+        if limited_success(claimed, outcome, then_claim) and self.hands_slots_on(claimed):
+            return finishing.finish_handing_on(self, claimed, outcome, then_claim)
+        plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
+        if plain and self.writes_successes():
+            return finishing.SuccessFinish(self, claimed, outcome, then_claim).finish()
+        return self.finish_portably(claimed, outcome, then_claim)
+
+    def finish_portably(
+        self, claimed: ClaimedExecution, outcome: Outcome, then_claim: ClaimNext | None
+    ) -> Finished:
+        """The ORM's finish: one transaction, with the slot's hand-on of ``slot_hand_on``."""
         hand_on = _hand_on(claimed, outcome, then_claim)
         recorded = claimed.record(outcome, hand_on=hand_on)
         if hand_on is not None and hand_on.claimed is not None:
@@ -125,6 +147,50 @@ class Storage:
             logger.debug("Could not claim a next job: %s", exc)
             return None, True
 
+    # What a fast storage writes with its own statements (``finishing``); the portable
+    # storage writes nothing so, and these are never called on it.
+
+    def writes_successes(self) -> bool:
+        """Whether a plain success is written by ``write_success`` now."""
+        return False
+
+    def hands_slots_on(self, claimed: ClaimedExecution) -> bool:
+        """Whether a limited job's success (``limited_success``) goes to ``write_hand_on`` now."""
+        return False
+
+    def claims_along(self, then_claim: ClaimNext | None) -> ClaimNext | None:
+        """What ``write_success`` can claim in its statement (None: claimed after, apart)."""
+        return claimed_along(then_claim)
+
+    def success_values(self, claimed: ClaimedExecution, attempt: Attempt, return_value) -> tuple:
+        """(finished_at, return_value, attempts) as the storage's statements take them."""
+        raise NotImplementedError
+
+    def write_success(
+        self, claimed: ClaimedExecution, values: tuple, along: ClaimNext | None
+    ) -> tuple[bool, list[ClaimedExecution] | None]:
+        """Record a success alone and claim ``along``: (recorded, claimed; None: it failed)."""
+        raise NotImplementedError
+
+    def write_group(self, shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
+        """Record two or more threads' successes together; each one's (recorded, claimed)."""
+        raise NotImplementedError
+
+    def write_hand_on(
+        self, claimed: ClaimedExecution, attempt: Attempt, return_value, then_claim: ClaimNext
+    ) -> tuple[bool, ClaimedExecution | None]:
+        """Record a limited job's success and claim the job its slot passes to, if it may.
+
+        (recorded, the job handed on; None: the slot went back, the next job to ready).
+        """
+        raise NotImplementedError
+
+    def _write_group(self, shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
+        # A group of one takes the finish's own statement (prepared, and the plainer plan).
+        if len(entries) == 1:
+            return [entries[0].alone()]
+        return self.write_group(shape, entries)
+
     def notify_ready(self, queue_names: Iterable[str]) -> None:
         """Wake processes waiting for ready jobs of ``queue_names`` (on commit)."""
 
@@ -140,7 +206,7 @@ def limited_success(
 ) -> bool:
     """Whether a finish is a limited job's plain success whose thread claims one more.
 
-    What a fast storage's hand-on writes its own way (``*_hand_on.applies``).
+    What a fast storage's hand-on writes its own way (``Storage.write_hand_on``).
     """
     job = claimed.job
     in_group = job.batch_id is not None or job.workflow_run_id is not None

@@ -9,11 +9,12 @@ alone writes at once, a group of one, so an idle worker's latency is unchanged, 
 group grows only while the database is busy with the one before (as PostgreSQL's own
 commit grouping does for WAL flushes).
 
-What a statement does is the database's (``postgres_grouped``, ``mysql_grouped``:
-``write(shape, entries)``, one result per entry, in order). If it raises, every entry of
-the group gets ``WriteAlone``: each thread then writes its own finish as it would
-without grouping, so that one job's bad value, or a deadlock, never fails the others'
-finishes, and the retries stay each job's own (a group of one gets its own error).
+What a statement does is the database's (``Storage.write_group(shape, entries)``: one
+result per entry, in order; ``postgres.grouped``, ``mysql.grouped``, ``sqlite.grouped``).
+If it raises, every entry of the group gets ``WriteAlone``: each thread then writes its
+own finish as it would without grouping, so that one job's bad value, or a deadlock,
+never fails the others' finishes, and the retries stay each job's own (a group of one
+gets its own error).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every test runs on each database: what differs is only how many statements it takes,
 which the counting tests pin down per database. On MySQL/MariaDB a "statement" counted
-here is one script: a whole transaction sent in one round trip (storage.mysql_script).
+here is one script: a whole transaction sent in one round trip (storage/mysql/script.py).
 """
 
 from __future__ import annotations

@@ -36,11 +36,11 @@ class Gate:
         self.store, self.fail_groups = store, fail_groups
         self.sizes: list[int] = []
         self.statements: list[str] = []
-        self.write = store._groups._write  # the database's own
-        store._groups = FinishGroups(self)
+        self.write = store.finish_groups._write  # the database's own
+        store.finish_groups = FinishGroups(self)
 
     def waiting(self) -> int:
-        return sum(len(group._waiting) for group in self.store._groups._groups.values())
+        return sum(len(group._waiting) for group in self.store.finish_groups._groups.values())
 
     def __call__(self, shape, entries):
         self.sizes.append(len(entries))
@@ -101,7 +101,7 @@ def finish_in_threads(fast, process, claimed, *, allowed=lambda: True) -> list:
 
 
 def gate_of(fast) -> Gate:
-    return fast._groups._write
+    return fast.finish_groups._write
 
 
 def test_threads_finishing_together_share_one_statement(fast, process):

@@ -1,4 +1,4 @@
-"""MySQL/MariaDB's bulk enqueue (storage/mysql_enqueue.py): multi-row INSERTs in one
+"""MySQL/MariaDB's bulk enqueue (storage/mysql/enqueue.py): multi-row INSERTs in one
 transaction, the jobs' ids read from their consecutive block.
 
 The contract tests check what an enqueue stores on every storage; these check how the
@@ -17,7 +17,7 @@ from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue.models import Job, ReadyExecution, ScheduledExecution
-from steady_queue.storage import mysql_enqueue
+from steady_queue.storage.mysql import enqueue as mysql_enqueue
 from tests import tasks
 
 pytestmark = [

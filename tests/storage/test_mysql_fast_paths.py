@@ -22,7 +22,7 @@ from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.models.claimed_finish import Success
 from steady_queue.processes.worker import Worker
 from steady_queue.runner.perform import perform
-from steady_queue.storage import mysql_script
+from steady_queue.storage.mysql import script as mysql_script
 from tests import tasks
 
 pytestmark = [

@@ -178,7 +178,7 @@ def captured(operation) -> list[tuple[str, tuple]]:
     sent = []
 
     def record(execute, sql, params, many, context):
-        # Named parameters (SQLite's long statements, sqlite_claim.named) stay a dict.
+        # Named parameters (SQLite's long statements, sqlite.claim.named) stay a dict.
         sent.append((sql, params if isinstance(params, dict) else tuple(params or ())))
         return execute(sql, params, many, context)
 

@@ -1,13 +1,16 @@
 """A finishing worker thread takes the job its concurrency slot passes to (slot_hand_on).
 
-Run on every storage of the database under test, like the contract tests: the portable
-finish's hand-on, and the fast storages' own (PostgreSQL's one statement, MySQL's one
-script, SQLite's one transaction) pass the same tests.
+The contract of the slot's hand-on, run on every storage of the database under test
+(SQ_TEST_DB): the portable finish's hand-on (models.slot_hand_on), and the fast
+storages' own ``write_hand_on`` (PostgreSQL's one statement, MySQL/MariaDB's one script,
+SQLite's one transaction) pass the same tests, racing threads included. What each
+storage sends for it is the last section's.
 """
 
 from __future__ import annotations
 
 import pytest
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue import db, storage
@@ -20,8 +23,11 @@ from steady_queue.models import (
     Semaphore,
 )
 from steady_queue.models.claimed_finish import Failure, Success
+from steady_queue.storage import notify
 from steady_queue.task_options.concurrency import limit_for
 from tests import tasks
+from tests.at_once import at_once
+from tests.storage.statements import sent
 from tests.tasks import features as limited_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -318,3 +324,157 @@ def test_a_key_whose_semaphore_expired_admits_the_next_job_with_a_new_one(store,
 
     assert finished.recorded and finished.claimed == []
     assert state_of(second) == "ready" and slots_free(first) == 0
+
+
+def test_threads_finishing_the_same_claim_record_it_and_hand_its_slot_on_once(store, process):
+    first, _second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    finished = []
+    # Each thread its own copy of the claim, loaded before they race.
+    mine = ClaimedExecution.objects.select_related("job", "process")
+    copies = [mine.get(job_id=first.pk) for _ in range(3)]
+
+    def finish(copy: ClaimedExecution) -> None:
+        then = storage.ClaimNext(["*"], process)
+        finished.append(store.finish(copy, Success([0.0, 0.0]), then_claim=then))
+
+    assert at_once(finish, copies) == []
+    assert sorted(f.recorded for f in finished) == [False, False, True]
+    handed = [c.job_id for f in finished for c in f.claimed or []]
+    assert len(handed) == 1  # the slot's one job, claimed once
+    assert list(ClaimedExecution.objects.values_list("job_id", flat=True)) == handed
+    assert not BlockedExecution.objects.exists()
+    assert slots_free(first) == 0
+    assert len(Job.objects.get(pk=claimed.job_id).attempts) == 1
+
+
+def test_holders_giving_their_slots_back_at_once_admit_one_job_each(store, process):
+    task = limited_tasks.paired  # to=2
+    jobs = enqueued(store, *[(task, n) for n in range(6)])
+    holders = store.claim(["*"], 2, process)
+    assert sorted(c.job_id for c in holders) == [jobs[0].pk, jobs[1].pk]
+    Pause.objects.create(queue_name="default")  # no hand-on: each slot goes back
+
+    def finish(claimed: ClaimedExecution) -> None:
+        then = storage.ClaimNext(["*"], process)
+        assert store.finish(claimed, Success([0.0, 0.0]), then_claim=then).recorded
+
+    assert at_once(finish, holders) == []
+    ready = sorted(ReadyExecution.objects.values_list("job_id", flat=True))
+    assert ready == [jobs[2].pk, jobs[3].pk]
+    assert BlockedExecution.objects.count() == 2
+    assert slots_free(jobs[0]) == 0
+
+
+def test_inside_a_callers_transaction_the_slot_is_handed_on_too(store, process):
+    _first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        then = storage.ClaimNext(["*"], process)
+        finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    assert [c.job_id for c in finished.claimed] == [second.pk]
+    assert not BlockedExecution.objects.exists()
+    assert Job.objects.filter(finished_at__isnull=False).count() == 1
+    assert state_of(second) == "claimed"
+    if type(store).__name__ == "MysqlStorage":
+        # A script cannot run inside a transaction: the portable hand-on ran.
+        assert not [q for q in queries if q["sql"].startswith("START TRANSACTION")]
+
+
+# What each storage sends: its hand-on (``Storage.write_hand_on``) in one write, whichever
+# way the slot goes.
+
+#: The statements of a hand-on, by storage (the portable one: the ORM's, see the cost test).
+HAND_ON_SENT = {
+    "PostgresStorage": ["WITH claim AS"],  # one statement, in autocommit
+    "MysqlStorage": ["START TRANSACTION;"],  # one script
+    "SqliteStorage": [
+        "BEGIN IMMEDIATE",
+        'DELETE FROM "steady_queue_claimed_executions"',
+        'UPDATE "steady_queue_jobs" SET',
+        'DELETE FROM "steady_queue_blocked_executions"',
+        'UPDATE "steady_queue_semaphores" SET',
+        'INSERT INTO "steady_queue_claimed_executions"',
+        "COMMIT",
+    ],
+}
+
+
+def _statement(query: dict) -> str:
+    # PostgreSQL's prepared cursor (storage/postgres/cursor.py) logs QUERY = '...'.
+    return query["sql"].removeprefix("QUERY = '")
+
+
+def test_a_hand_on_is_one_write_of_the_storage(store, process):
+    enqueued(store, *[(limited_tasks.exclusive, i) for i in range(3)])
+    (claimed,) = store.claim(["default", "beta*"], 1, process)
+    then = storage.ClaimNext(["default", "beta*"], process)
+
+    with CaptureQueriesContext(connection) as queries:
+        finished = store.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+    (following,) = finished.claimed
+    assert following.job.arguments["args"] == [1]  # the job's row, loaded as the ORM would
+    assert ClaimedExecution.objects.get().job_id == following.job_id
+    assert BlockedExecution.objects.count() == 1
+    expected = HAND_ON_SENT.get(type(store).__name__)
+    if expected is not None:
+        assert len(queries) == len(expected), sent(queries)
+        for query, start in zip(queries, expected, strict=True):
+            assert _statement(query).startswith(start), query["sql"][:80]
+
+
+def test_a_slot_given_back_is_one_write_of_the_storage_too(store, process):
+    first, second = two_exclusive(store)
+    (claimed,) = store.claim(["*"], 1, process)
+    Pause.objects.create(queue_name="default")
+
+    with CaptureQueriesContext(connection) as queries:
+        finished = store.finish(
+            claimed, Success([0.0, 0.0]), then_claim=storage.ClaimNext(["*"], process)
+        )
+
+    # The finish with the slot given back and the next job admitted, then the claim from
+    # ready (which finds the queue paused).
+    assert finished.recorded and finished.claimed == []
+    assert ReadyExecution.objects.get().job_id == second.pk
+    assert slots_free(first) == 0
+    if type(store).__name__ == "PostgresStorage":
+        assert _statement(queries[0]).startswith("WITH claim AS")
+        assert not [q for q in queries if q["sql"].upper().startswith(("SAVEPOINT", "BEGIN"))]
+    if type(store).__name__ == "MysqlStorage":
+        assert queries[0]["sql"].startswith("START TRANSACTION")
+        assert len([q for q in queries if q["sql"].startswith("START TRANSACTION")]) == 2
+    if type(store).__name__ == "SqliteStorage":
+        assert sent(queries)[0] == "BEGIN IMMEDIATE"
+        assert sent(queries).count("BEGIN IMMEDIATE") == 2  # the finish's, then the claim's
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_job_admitted_to_ready_is_announced(fast, process):
+    import psycopg
+
+    settings = connection.settings_dict
+    with psycopg.connect(
+        host=settings["HOST"] or None,
+        port=settings["PORT"] or None,
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        dbname=settings["NAME"],
+        autocommit=True,
+    ) as listening:
+        listening.execute(f"LISTEN {notify.READY_CHANNEL}")
+        _first, second = two_exclusive(fast, queue_name="background")
+        (claimed,) = fast.claim(["background"], 1, process)
+        drained = list(listening.notifies(timeout=0.5))  # the enqueue's own, if any
+
+        then = storage.ClaimNext(["default"], process)  # not the job's queue: no hand-on
+        finished = fast.finish(claimed, Success([0.0, 0.0]), then_claim=then)
+
+        assert finished.recorded and finished.claimed == []
+        assert ReadyExecution.objects.get().job_id == second.pk
+        heard = next(listening.notifies(timeout=10, stop_after=1), None)
+    assert heard is not None, drained
+    assert (heard.channel, heard.payload) == (notify.READY_CHANNEL, "background")

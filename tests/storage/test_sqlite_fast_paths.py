@@ -20,8 +20,9 @@ from steady_queue.models import ClaimedExecution, Job, ReadyExecution
 from steady_queue.models.claimed_finish import Success
 from steady_queue.processes.worker import Worker
 from steady_queue.runner.perform import perform
-from steady_queue.storage import file_changes, sqlite_claim
+from steady_queue.storage import file_changes
 from steady_queue.storage.sqlite import SqliteStorage
+from steady_queue.storage.sqlite import claim as sqlite_claim
 from tests import tasks
 from tests.storage.statements import sent
 

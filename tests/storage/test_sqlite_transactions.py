@@ -8,7 +8,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue.models import Pause
-from steady_queue.storage.sqlite import write_transaction
+from steady_queue.storage.sqlite.transaction import write_transaction
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -1,4 +1,4 @@
-"""SQLite's rows of jobs (storage/sqlite_values.py) are what the ORM's fields would store."""
+"""SQLite's rows of jobs (storage/sqlite/values.py) are what the ORM's fields would store."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from django.db import connection
 from django.utils.functional import lazystr
 
 from steady_queue.models import Job
-from steady_queue.storage import sqlite_enqueue, sqlite_values
+from steady_queue.storage.sqlite import enqueue as sqlite_enqueue
+from steady_queue.storage.sqlite import values as sqlite_values
 from tests import tasks
 
 pytestmark = [

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from ... import deadlines
+from ...runner import deadlines
 from ...models import ClaimedExecution, Process
 from ...models.claimed_finish import OutcomeNotRecorded
 from .recycling import Recycling

@@ -11,7 +11,8 @@ from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
 from steady_queue.processes.worker import Worker
-from steady_queue.storage import mysql_script, postgres
+from steady_queue.storage.mysql import script as mysql_script
+from steady_queue.storage.postgres import storage as postgres
 from tests import tasks
 from tests.processes.conftest import wait_until
 

@@ -16,60 +16,35 @@ autocommit: one round trip, where BEGIN, the statement and COMMIT were three.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
-from ..models.claimed_finish import Success
-from .base import ClaimNext, Finished, limited_success
-from .notify import READY_CHANNEL
-from .postgres import (
-    _finish_params,
-    _finished_values,
-    _finishing,
-    _jobs_from_rows,
-    _nulls,
+from ...models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
+from ..base import ClaimNext
+from ..notify import READY_CHANNEL
+from ..sql import columns, table
+from .cursor import prepared_cursor
+from .statements import (
+    finish_params,
+    finished_values,
+    finishing,
+    jobs_from_rows,
+    nulls,
 )
-from .postgres_cursor import prepared_cursor
-from .sql import columns, table
 
 if TYPE_CHECKING:
-    from ..models.attempt import Attempt
+    from ...models.attempt import Attempt
 
 
-def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
-    """Whether this finish is a limited job's plain success whose thread claims one more."""
-    return limited_success(claimed, outcome, then_claim) and claimed.process_id is not None
-
-
-def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:
-    """Record ``outcome`` and pass the slot to the next blocked job, claimed for the thread."""
-    allowed = then_claim.allowed()  # asked once, before the statement that would claim
-    if not allowed:
-        return Finished(claimed.record(outcome))  # the portable finish: the job goes to ready
-    handed: list[ClaimedExecution] = []
-
-    def write(attempt: Attempt) -> bool:
-        handed.clear()  # a retried write starts again
-        recorded, following = _finish_and_hand_on(claimed, attempt, outcome, then_claim)
-        handed.extend([following] if following is not None else [])
-        return recorded
-
-    recorded = claimed.record(outcome, write=write)
-    if handed:
-        return Finished(recorded, handed)
-    claimed_next, failed = storage.claim_next(then_claim, allowed=True)
-    return Finished(recorded, claimed_next, failed)
-
-
-def _finish_and_hand_on(
-    claimed: ClaimedExecution, attempt: Attempt, outcome: Success, then_claim: ClaimNext
+def finish_and_hand_on(
+    claimed: ClaimedExecution, attempt: Attempt, return_value: Any, then_claim: ClaimNext
 ) -> tuple[bool, ClaimedExecution | None]:
+    """Record a success; (whether it was ours, the job its slot passed to, claimed)."""
     job, process, now = claimed.job, then_claim.process, timezone.now()
     queues = list(then_claim.queues) or ["*"]
     matching = [] if "*" in queues else _queue_patterns(queues)
-    params = _finish_params(claimed, attempt, _finished_values(attempt, outcome.return_value))
+    params = finish_params(claimed, (attempt.finished_at, *finished_values(attempt, return_value)))
     params += [job.concurrency_key, *matching, *matching]
     limit, key = job.concurrency_limit, job.concurrency_key
     expires_at = now + limit.expires_in
@@ -82,7 +57,7 @@ def _finish_and_hand_on(
         cursor.execute(_sql(len(matching)), params)
         rows = cursor.fetchall()
     recorded = rows[0][0] == 1
-    jobs = _jobs_from_rows([row[2:] for row in rows if row[2] is not None])
+    jobs = jobs_from_rows([row[2:] for row in rows if row[2] is not None])
     following = ClaimedExecution.claimed_for(jobs[0], process, now) if jobs else None
     return recorded, following
 
@@ -98,17 +73,25 @@ def _queue_patterns(queues: list[str]) -> list[str]:
 def _sql(patterns: int) -> str:
     # One row, however it went: how many jobs finished (1 or 0), and the job handed on.
     fields = Job._meta.concrete_fields
+    finished = "(SELECT count(*) FROM finished)"
+    notified = f"(SELECT count(pg_notify('{READY_CHANNEL}', queue_name)) FROM readied)"
+    return (
+        f"WITH {finishing(False)}, {_handing_on(patterns)}, {_giving_back()} "
+        f"SELECT {finished}, {notified}, {columns(fields, 'j.')} FROM handed "
+        f"JOIN {table(Job)} j ON j.id = handed.job_id "
+        f"UNION ALL SELECT {finished}, {notified}, {nulls(fields)} "
+        "WHERE NOT EXISTS (SELECT FROM handed)"
+    )
+
+
+def _handing_on(patterns: int) -> str:
+    """CTEs that lock the key's first blocked job (``top``) and, if this thread takes it,
+    keep the slot taken and claim the job for the thread (``handed``)."""
     polled = " OR ".join(["top.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
     # No ready job of the polled queues comes first (see models.slot_hand_on).
     ready = " OR ".join(["r.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
-    finished = "(SELECT count(*) FROM finished)"
-    semaphores, blocked = table(Semaphore), table(BlockedExecution)
-    # Semaphore.signal's value: one slot more, never above the limit.
-    signalled = "(CASE WHEN held.value < %s THEN held.value + 1 ELSE held.value END)"
-    back = "EXISTS (SELECT FROM finished) AND NOT EXISTS (SELECT FROM slot)"
-    notified = f"(SELECT count(pg_notify('{READY_CHANNEL}', queue_name)) FROM readied)"
+    blocked = table(BlockedExecution)
     return (
-        f"WITH {_finishing(False)}, "
         # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
         f"top AS MATERIALIZED (SELECT job_id, queue_name FROM {blocked} "
         "WHERE concurrency_key = %s AND EXISTS (SELECT FROM finished) "
@@ -116,14 +99,26 @@ def _sql(patterns: int) -> str:
         f"taken AS MATERIALIZED (SELECT job_id FROM top WHERE ({polled}) AND NOT EXISTS "
         f"(SELECT FROM {table(Pause)} p WHERE p.queue_name = top.queue_name) AND NOT EXISTS "
         f"(SELECT FROM {table(ReadyExecution)} r WHERE {ready})), "
-        f"slot AS (UPDATE {semaphores} SET expires_at = %s "
+        f"slot AS (UPDATE {table(Semaphore)} SET expires_at = %s "
         "WHERE key = %s AND value >= 0 AND EXISTS (SELECT FROM taken) RETURNING key), "
         f"unblocked AS (DELETE FROM {blocked} b USING taken "
         "WHERE b.job_id = taken.job_id AND EXISTS (SELECT FROM slot) RETURNING b.job_id), "
         f"handed AS (INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
-        "SELECT job_id, %s, %s FROM unblocked RETURNING job_id), "
-        # Otherwise the slot goes back. The key's row, locked: FOR UPDATE reads its latest
-        # value (an UPDATE's RETURNING could not tell the value it replaced).
+        "SELECT job_id, %s, %s FROM unblocked RETURNING job_id)"
+    )
+
+
+@functools.cache
+def _giving_back() -> str:
+    """CTEs that give the slot back where it was not handed on, and move ``top`` to ready
+    if it takes the slot then (``readied``, its queue names to notify)."""
+    semaphores, blocked = table(Semaphore), table(BlockedExecution)
+    # Semaphore.signal's value: one slot more, never above the limit.
+    signalled = "(CASE WHEN held.value < %s THEN held.value + 1 ELSE held.value END)"
+    back = "EXISTS (SELECT FROM finished) AND NOT EXISTS (SELECT FROM slot)"
+    return (
+        # The key's row, locked: FOR UPDATE reads its latest value (an UPDATE's RETURNING
+        # could not tell the value it replaced).
         f"held AS MATERIALIZED (SELECT key, value FROM {semaphores} WHERE key = %s AND {back} "
         "FOR UPDATE), "
         # The first blocked job takes the slot given back if one is free then (Semaphore.wait).
@@ -144,9 +139,5 @@ def _sql(patterns: int) -> str:
         f"created_at) SELECT j.id, j.queue_name, j.priority, %s FROM admitted "
         f"JOIN {table(Job)} j ON j.id = admitted.job_id RETURNING queue_name), "
         f"unblocked_back AS (DELETE FROM {blocked} b USING admitted "
-        "WHERE b.job_id = admitted.job_id RETURNING b.job_id) "
-        f"SELECT {finished}, {notified}, {columns(fields, 'j.')} FROM handed "
-        f"JOIN {table(Job)} j ON j.id = handed.job_id "
-        f"UNION ALL SELECT {finished}, {notified}, {_nulls(fields)} "
-        "WHERE NOT EXISTS (SELECT FROM handed)"
+        "WHERE b.job_id = admitted.job_id RETURNING b.job_id)"
     )

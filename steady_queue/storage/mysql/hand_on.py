@@ -2,7 +2,7 @@
 
 The portable finish of a job with a concurrency limit hands its slot on with about ten
 statements (``models.slot_hand_on``), each a round trip, and its key's slot stands idle
-for all of them. Here one script (``mysql_script``) does the same transaction: delete
+for all of them. Here one script (``script``) does the same transaction: delete
 the claim, mark the job finished, lock the next blocked job of the key, and when the
 finishing thread would have claimed it next (its queue polled and not paused, no ready
 job of the polled queues, the key not over its limit) renew the semaphore and move that
@@ -17,22 +17,21 @@ rolls back as one.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from .. import db
-from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
-from ..models.claimed_finish import Success
-from ..models.execution import READY_COPIED_FIELDS
-from . import mysql_script
-from .base import ClaimNext, Finished, limited_success
-from .mysql import TAKEN, _finishing
-from .mysql_script import COMMIT, START, Statement
-from .sql import columns, table
+from ... import db
+from ...models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
+from ...models.execution import READY_COPIED_FIELDS
+from ..base import ClaimNext
+from ..sql import columns, table
+from . import script
+from .script import COMMIT, START, Statement
+from .statements import TAKEN, finishing, success_values
 
 if TYPE_CHECKING:
-    from ..models.attempt import Attempt
+    from ...models.attempt import Attempt
 
 NEXT, NEXT_QUEUE = "@steady_queue_next", "@steady_queue_next_queue"  # the first blocked job
 HAND = "@steady_queue_hand"  # 1: the slot passes to NEXT, claimed for the finishing thread
@@ -41,31 +40,16 @@ RELEASE = "@steady_queue_release"  # the blocked job the given-back slot may adm
 ADMITTED = "@steady_queue_admitted"  # 1: RELEASE took a slot and goes to ready
 
 
-def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
-    """Whether this finish is a limited job's plain success whose thread claims one more."""
-    registered = claimed.process_id is not None
-    return limited_success(claimed, outcome, then_claim) and registered and mysql_script.usable()
-
-
-def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:
-    """Record ``outcome`` and pass the slot to the next blocked job, claimed for the thread."""
-    if not then_claim.allowed():  # asked once, before the script that would claim
-        return Finished(claimed.record(outcome))  # the portable finish: the job goes to ready
-    handed: list[ClaimedExecution] = []
-
-    def write(attempt: Attempt) -> bool:
-        handed.clear()  # a retried write starts again
-        finishing = _finishing(claimed, attempt, outcome.return_value)
-        handing, read = _handing_on(claimed.job, then_claim)
-        results = mysql_script.run([START, *finishing, *handing, COMMIT])
-        handed.extend(read(results[1 + len(finishing) :]))
-        return results[1].rowcount == 1
-
-    recorded = claimed.record(outcome, write=write)
-    if handed:
-        return Finished(recorded, handed)
-    claimed_next, failed = storage.claim_next(then_claim, allowed=True)
-    return Finished(recorded, claimed_next, failed)
+def finish_and_hand_on(
+    claimed: ClaimedExecution, attempt: Attempt, return_value: Any, then_claim: ClaimNext
+) -> tuple[bool, ClaimedExecution | None]:
+    """Record a success; (whether it was ours, the job its slot passed to, claimed)."""
+    values = success_values(claimed, attempt, return_value)
+    finishing_statements = finishing(claimed, values)
+    handing, read = _handing_on(claimed.job, then_claim)
+    results = script.run([START, *finishing_statements, *handing, COMMIT])
+    handed = read(results[1 + len(finishing_statements) :])
+    return results[1].rowcount == 1, handed[0] if handed else None
 
 
 def _handing_on(job: Job, then_claim: ClaimNext):
@@ -102,8 +86,8 @@ def _handing_on(job: Job, then_claim: ClaimNext):
     if connection.mysql_is_mariadb:
         statements[_GIVING_BACK:] = [_only_when_given_back(statements[_GIVING_BACK:])]
 
-    def read(results: list[mysql_script.Result]) -> list[ClaimedExecution]:
-        jobs = mysql_script.jobs_from_rows(results[_SELECT_HANDED].rows)
+    def read(results: list[script.Result]) -> list[ClaimedExecution]:
+        jobs = script.jobs_from_rows(results[_SELECT_HANDED].rows)
         return [ClaimedExecution.claimed_for(each, process, now) for each in jobs.values()]
 
     return statements, read
@@ -127,6 +111,12 @@ def _only_when_given_back(statements: list[Statement]) -> Statement:
 
 @functools.cache
 def _sql(everything: bool, exact: int, prefixes: int) -> list[str]:
+    return [*_handing_sql(everything, exact, prefixes), *_giving_back_sql()]
+
+
+def _handing_sql(everything: bool, exact: int, prefixes: int) -> list[str]:
+    """Lock the key's first blocked job; if this thread takes it, keep the slot taken and
+    claim the job for the thread, and select it."""
     key = db.connection().ops.quote_name("key")
     blocked, semaphores, ready = table(BlockedExecution), table(Semaphore), table(ReadyExecution)
     # Which queues the thread polls: its entries as the worker reads them (exact names
@@ -156,8 +146,16 @@ def _sql(everything: bool, exact: int, prefixes: int) -> list[str]:
         f"DELETE FROM {blocked} WHERE job_id = {NEXT} AND {HAND}",
         f"INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
         f"SELECT {NEXT}, %s, %s FROM DUAL WHERE {HAND}",
-        f"SELECT {columns(mysql_script.job_fields())} FROM {table(Job)} "
-        f"WHERE id = {NEXT} AND {HAND}",
+        f"SELECT {columns(script.job_fields())} FROM {table(Job)} WHERE id = {NEXT} AND {HAND}",
+    ]
+
+
+def _giving_back_sql() -> list[str]:
+    """Where the slot was not handed on, give it back (Semaphore.signal) and move the
+    key's next blocked job to ready if it takes the slot then."""
+    key = db.connection().ops.quote_name("key")
+    blocked, semaphores, ready = table(BlockedExecution), table(Semaphore), table(ReadyExecution)
+    return [
         # Otherwise the slot goes back (Semaphore.signal) ...
         f"SET {BACK} = {TAKEN} = 1 AND NOT {HAND}",
         f"UPDATE {semaphores} SET value = LEAST(value + 1, %s), expires_at = %s "

@@ -16,32 +16,41 @@ from __future__ import annotations
 
 import json
 
-from . import mysql_script
-from .finish_group import Finishing, Shape
-from .mysql import _by_id, _claiming
-from .mysql_script import COMMIT, START
-from .sql import table
+from ...models import ClaimedExecution, Job
+from ..finish_group import Finishing, Shape
+from ..sql import table
+from . import script
+from .script import COMMIT, START, Statement
+from .statements import by_id
+from .statements import claiming as claiming_of
 
 # The ids of the group's claims that were still the process's, kept between statements.
 TAKEN = "@steady_queue_taken_ids"
 
 
 def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
-    """Finish ``entries`` in one script; for each, (recorded, the jobs it claimed).
+    """Finish ``entries`` in one script; for each, (recorded, the jobs it claimed)."""
+    finishing = _finishing(shape, entries)
+    wanted = sum(entry.claims for entry in entries) if shape.claims else 0
+    claiming, read = claiming_of(shape.queue_name, wanted, shape.process) if wanted else ([], None)
+    results = script.run([START, *finishing, *claiming, COMMIT])
+    finished = set(json.loads(results[len(finishing)].rows[0][0] or "[]"))
+    claimed = iter(read(results[1 + len(finishing) :]) if read else [])
+    return [
+        (entry.job_id in finished, [c for c in [next(claimed, None)] if c] if entry.claims else [])
+        for entry in entries
+    ]
 
-    A group of one takes the finish's own script.
-    """
-    if len(entries) == 1:
-        return [entries[0].alone()]
-    from ..models import ClaimedExecution, Job
 
+def _finishing(shape: Shape, entries: list[Finishing]) -> list[Statement]:
+    """Lock the claims still the process's and keep their ids, delete them, mark their
+    jobs finished (each with its own values), and select the ids (the last statement)."""
     ids = [entry.job_id for entry in entries]
     mine = "process_id IS NULL" if shape.process_id is None else "process_id = %s"
     taken = f"JSON_TABLE({TAKEN}, '$[*]' COLUMNS (id BIGINT PATH '$')) taken"
     marks = ", ".join(["%s"] * len(ids))
     cases = " ".join(["WHEN %s THEN %s"] * len(entries))
-    statements = [
-        START,
+    return [
         (
             f"SELECT JSON_ARRAYAGG(job_id) INTO {TAKEN} FROM (SELECT job_id "
             f"FROM {table(ClaimedExecution)} WHERE job_id IN ({marks}) AND {mine} "
@@ -49,12 +58,12 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
             [*ids, *([] if shape.process_id is None else [shape.process_id])],
         ),
         (
-            f"DELETE claim FROM {taken} {_by_id(ClaimedExecution, 'claim')} "
+            f"DELETE claim FROM {taken} {by_id(ClaimedExecution, 'claim')} "
             "ON claim.job_id = taken.id",
             [],
         ),
         (
-            f"UPDATE {taken} {_by_id(Job, 'job')} ON job.id = taken.id "
+            f"UPDATE {taken} {by_id(Job, 'job')} ON job.id = taken.id "
             f"SET job.finished_at = CASE job.id {cases} END, "
             f"job.updated_at = CASE job.id {cases} END, "
             f"job.return_value = CASE job.id {cases} END, "
@@ -67,13 +76,4 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
             ],
         ),
         (f"SELECT {TAKEN}", []),
-    ]
-    wanted = sum(entry.claims for entry in entries) if shape.claims else 0
-    claiming, read = _claiming(shape.queue_name, wanted, shape.process) if wanted else ([], None)
-    results = mysql_script.run([*statements, *claiming, COMMIT])
-    finished = set(json.loads(results[len(statements) - 1].rows[0][0] or "[]"))
-    claimed = iter(read(results[len(statements) :]) if read else [])
-    return [
-        (entry.job_id in finished, [c for c in [next(claimed, None)] if c] if entry.claims else [])
-        for entry in entries
     ]

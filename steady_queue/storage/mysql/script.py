@@ -20,8 +20,8 @@ from typing import Any
 
 from django.db.models import Field
 
-from .. import db
-from ..models import Job
+from ... import db
+from ...models import Job
 
 START = ("START TRANSACTION", ())
 COMMIT = ("COMMIT", ())

@@ -16,50 +16,34 @@ the same transaction, and the thread claims from ready as usual.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .. import db
-from ..models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
-from ..models.claimed_finish import Success
-from .base import ClaimNext, Finished, limited_success
-from .sql import table
-from .sqlite import record_success, write_transaction
-from .sqlite_claim import by_name, job_columns, jobs_from_rows, named
-from .sqlite_values import moment
+from ... import db
+from ...models import BlockedExecution, ClaimedExecution, Job, Pause, ReadyExecution, Semaphore
+from ..base import ClaimNext
+from ..sql import table
+from .claim import by_name, job_columns, jobs_from_rows, named
+from .success import record_success
+from .transaction import write_transaction
+from .values import moment
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..models.attempt import Attempt
+    from ...models.attempt import Attempt
 
 
-def applies(claimed: ClaimedExecution, outcome: object, then_claim: ClaimNext | None) -> bool:
-    """Whether this finish is a limited job's plain success whose thread claims one more."""
-    return limited_success(claimed, outcome, then_claim)
-
-
-def finish(storage, claimed: ClaimedExecution, outcome: Success, then_claim: ClaimNext) -> Finished:
-    """Record ``outcome`` and pass the slot to the next blocked job, claimed for the thread."""
-    if not then_claim.allowed():  # asked once, before the transaction that would claim
-        return Finished(claimed.record(outcome))  # the portable finish: the job goes to ready
-    handed: list[ClaimedExecution] = []
-
-    def write(attempt: Attempt) -> bool:
-        handed.clear()  # a retried write starts again
-        with write_transaction(orm_writes=True):  # the slot back, if at all, by the ORM
-            if not record_success(claimed, attempt, outcome.return_value):
-                return False  # lost (pruned, released): the slot is no longer this job's
-            following = _hand_on(claimed.job, then_claim, attempt.finished_at)
-            if following is None:
-                claimed.job.unblock_next_blocked_job()  # the slot back, the job to ready
-        handed.extend([following] if following is not None else [])
-        return True
-
-    recorded = claimed.record(outcome, write=write)
-    if handed:
-        return Finished(recorded, handed)
-    claimed_next, failed = storage.claim_next(then_claim, allowed=True)
-    return Finished(recorded, claimed_next, failed)
+def finish_and_hand_on(
+    claimed: ClaimedExecution, attempt: Attempt, return_value: Any, then_claim: ClaimNext
+) -> tuple[bool, ClaimedExecution | None]:
+    """Record a success; (whether it was ours, the job its slot passed to, claimed)."""
+    with write_transaction(orm_writes=True):  # the slot back, if at all, by the ORM
+        if not record_success(claimed, attempt, return_value):
+            return False, None  # lost (pruned, released): the slot is no longer this job's
+        following = _hand_on(claimed.job, then_claim, attempt.finished_at)
+        if following is None:
+            claimed.job.unblock_next_blocked_job()  # the slot back, the job to ready
+    return True, following
 
 
 def _hand_on(job: Job, then_claim: ClaimNext, now: datetime) -> ClaimedExecution | None:

@@ -18,21 +18,16 @@ import functools
 
 from django.utils import timezone
 
-from ..models import ClaimedExecution, Job
-from . import notify
-from .finish_group import Finishing, Shape
-from .postgres import _claiming, _jobs_from_rows, _nulls
-from .postgres_cursor import prepared_cursor
-from .sql import columns, table
+from ...models import ClaimedExecution, Job
+from .. import notify
+from ..finish_group import Finishing, Shape
+from ..sql import columns, table
+from .cursor import prepared_cursor
+from .statements import claiming, jobs_from_rows, nulls
 
 
 def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[ClaimedExecution]]]:
-    """Finish ``entries`` in one statement; for each, (recorded, the jobs it claimed).
-
-    A group of one takes the finish's own statement (prepared, and the plainer plan).
-    """
-    if len(entries) == 1:
-        return [entries[0].alone()]
+    """Finish ``entries`` in one statement; for each, (recorded, the jobs it claimed)."""
     wanted = sum(entry.claims for entry in entries)
     claims = shape.claims and wanted > 0
     params: list = [
@@ -54,7 +49,7 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[Claim
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     finished = {row[0] for row in rows if row[0] is not None}
-    jobs = _jobs_from_rows([row[1:] for row in rows if row[0] is None])
+    jobs = jobs_from_rows([row[1:] for row in rows if row[0] is None])
     claimed = iter(ClaimedExecution.claimed_for(job, shape.process, now) for job in jobs)
     return [
         (entry.job_id in finished, [c for c in [next(claimed, None)] if c] if entry.claims else [])
@@ -78,10 +73,10 @@ def _sql(without_process: bool, claims: bool, one_queue: bool, registered: bool)
         f"WHERE j.id = claim.job_id RETURNING j.id, {notify.ended_call('j.id')})"
     )
     if not claims:
-        return f"{sql} SELECT id, {_nulls(fields)} FROM finished"
+        return f"{sql} SELECT id, {nulls(fields)} FROM finished"
     return (
-        f"{sql}, {_claiming(one_queue, registered)} "
-        f"SELECT id, {_nulls(fields)} FROM finished UNION ALL "
+        f"{sql}, {claiming(one_queue, registered)} "
+        f"SELECT id, {nulls(fields)} FROM finished UNION ALL "
         f"SELECT NULL, {columns(fields, 'j.')} FROM claimed "
         f"JOIN {table(Job)} j ON j.id = claimed.job_id"
     )

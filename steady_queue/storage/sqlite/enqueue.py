@@ -2,7 +2,7 @@
 
 The jobs go in one ``INSERT ... RETURNING id`` (several when SQLite's limit on
 parameters needs it), their ready rows in another, inside the caller's write
-transaction; the rows are built straight from the fields (sqlite_values), without the
+transaction; the rows are built straight from the fields (``values``), without the
 ORM's ``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
 path. Nobody is told: SQLite's idle workers watch the database's files.
 """
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Field
 
-from .. import db
-from ..models import Job, ReadyExecution
-from ..models.execution import READY_COPIED_FIELDS
-from .sql import columns, table
-from .sqlite_claim import by_name, chunks, max_rows, named
-from .sqlite_values import job_rows, moment, plan_for
+from ... import db
+from ...models import Job, ReadyExecution
+from ...models.execution import READY_COPIED_FIELDS
+from ..sql import columns, table
+from .claim import by_name, chunks, max_rows, named
+from .values import job_rows, moment, plan_for
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -54,7 +54,7 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
 
 
 def _insert(cursor, sql: str, rows: list[list]) -> None:
-    """One INSERT of ``rows``: a single row's with named parameters (see sqlite_claim.named:
+    """One INSERT of ``rows``: a single row's with named parameters (see ``claim.named``:
     10 us less per enqueue); many rows' positional (naming 15,000 parameters costs more
     than the regular expression over their text saves)."""
     values = [value for row in rows for value in row]

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Field
 
-from .. import db
-from ..models import Job, ReadyExecution
-from ..models.execution import READY_COPIED_FIELDS
-from . import notify
-from .sql import columns, table
+from ... import db
+from ...models import Job, ReadyExecution
+from ...models.execution import READY_COPIED_FIELDS
+from .. import notify
+from ..sql import columns, table
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -3,7 +3,7 @@
 One ``DELETE ... RETURNING`` (SQLite 3.35+) takes the ready rows and returns each job's
 row with them (a correlated lookup by primary key per column, evaluated only for the
 rows deleted); one multi-row INSERT stores the claims. Both run in the caller's write
-transaction (``sqlite.write_transaction``): SQLite has one writer at a time, so nothing
+transaction (``transaction.write_transaction``): SQLite has one writer at a time, so nothing
 needs locking row by row, and a claim is as atomic as the transaction.
 """
 
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db
-from ..models import ClaimedExecution, Job, Pause, Process, ReadyExecution
-from ..models.queue_selector import QueueSelector
-from .sql import poll_order, table
-from .sqlite_values import moment
+from ... import db
+from ...models import ClaimedExecution, Job, Pause, Process, ReadyExecution
+from ...models.queue_selector import QueueSelector
+from ..sql import poll_order, table
+from .values import moment
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

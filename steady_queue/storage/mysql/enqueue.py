@@ -1,6 +1,6 @@
 """Enqueue on MySQL/MariaDB: due, unlimited jobs with their ready executions.
 
-One job is one script (``mysql_script``): its INSERT, then its ready row's, which reads
+One job is one script (``script``): its INSERT, then its ready row's, which reads
 the job's id with ``LAST_INSERT_ID()``. Many jobs are multi-row INSERTs of up to
 ``CHUNK`` jobs each, every one followed by an ``INSERT ... SELECT`` of their ready rows,
 in one transaction: one round trip per chunk, then the driver's COMMIT. A multi-row
@@ -27,12 +27,12 @@ from typing import Any
 from django.db.models import DateTimeField, Field, ForeignKey, JSONField
 from django.utils import timezone
 
-from .. import db
-from ..models import Job, ReadyExecution
-from ..models.execution import READY_COPIED_FIELDS
-from . import mysql_script
-from .mysql_script import COMMIT, START
-from .sql import columns, table
+from ... import db
+from ...models import Job, ReadyExecution
+from ...models.execution import READY_COPIED_FIELDS
+from ..sql import columns, table
+from . import script
+from .script import COMMIT, START
 
 #: Jobs per multi-row INSERT: a statement of a few hundred kilobytes for small arguments,
 #: well under ``max_allowed_packet`` (16 MB by default on MariaDB, 64 MB on MySQL 8).
@@ -47,7 +47,7 @@ def enqueue_ready(job: Job) -> None:
     connection, now = db.connection(), timezone.now()
     values = _row(job, now, _converters())
     ready_at = connection.ops.adapt_datetimefield_value(now)
-    results = mysql_script.run(
+    results = script.run(
         [START, (_insert_sql(1), values), (_ready_sql(), [*_copied(job), ready_at]), COMMIT]
     )
     job.pk = results[1].lastrowid
@@ -75,7 +75,7 @@ def enqueue_all_ready(jobs: list[Job]) -> bool:
             ]
             if step is None:  # the first round trip begins the transaction
                 statements = [START, ("SELECT @@auto_increment_increment", ()), *statements]
-            results = mysql_script.run(statements)
+            results = script.run(statements)
             if step is None:
                 step = results[1].rows[0][0]
             inserted, ready = results[-2:]
@@ -125,7 +125,7 @@ def _copied(job: Job) -> list[Any]:
 @functools.cache
 def _fields() -> tuple[Field, ...]:
     """The jobs table's columns an insert writes: all but the id."""
-    return tuple(field for field in mysql_script.job_fields() if not field.primary_key)
+    return tuple(field for field in script.job_fields() if not field.primary_key)
 
 
 @functools.cache

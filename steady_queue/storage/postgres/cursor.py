@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import db
+from ... import db
 
 # psycopg's prepare_threshold: this high, it prepares only what asks with prepare=True.
 ONLY_WHEN_ASKED = 2**31 - 1

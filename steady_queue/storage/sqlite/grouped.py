@@ -13,18 +13,14 @@ claim, and a claim that is no longer the process's finishes nothing.
 
 from __future__ import annotations
 
-from . import sqlite_claim
-from .finish_group import Finishing, Shape
-from .sqlite import finish_job, write_transaction
+from ..finish_group import Finishing, Shape
+from . import claim
+from .success import finish_job
+from .transaction import write_transaction
 
 
 def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
-    """Finish ``entries`` in one transaction; for each, (recorded, the jobs it claimed).
-
-    A group of one takes the finish's own transaction.
-    """
-    if len(entries) == 1:
-        return [entries[0].alone()]
+    """Finish ``entries`` in one transaction; for each, (recorded, the jobs it claimed)."""
     wanted = sum(entry.claims for entry in entries) if shape.claims else 0
     queues = ["*"] if shape.queue_name is None else [shape.queue_name]
     with write_transaction():
@@ -38,7 +34,7 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list]]:
             )
             for entry in entries
         ]
-        claimed = iter(sqlite_claim.claim(queues, wanted, shape.process) if wanted else [])
+        claimed = iter(claim.claim(queues, wanted, shape.process) if wanted else [])
     return [
         (recorded, [c for c in [next(claimed, None)] if c] if entry.claims else [])
         for recorded, entry in zip(finished, entries, strict=True)

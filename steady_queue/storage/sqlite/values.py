@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import models
 
 if TYPE_CHECKING:
-    from ..models import Job
+    from ...models import Job
 
 # How each column's value is converted.
 ORM, TEXT, NUMBER, MOMENT, JSON = range(5)

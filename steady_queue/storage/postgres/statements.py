@@ -1,0 +1,128 @@
+"""PostgreSQL's statements of a finish and a claim: their SQL, parameters and rows.
+
+Common table expressions each fast path puts together into one statement: a finish
+(``finishing``), a claim (``claiming``), or both; the group finish (``grouped``) and the
+hand-on (``hand_on``) build on them too.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Field
+
+from ... import db
+from ...models import ClaimedExecution, Job, Pause, Process, ReadyExecution
+from .. import notify
+from ..sql import columns, poll_order, table
+
+if TYPE_CHECKING:
+    from ...models.attempt import Attempt
+
+
+def finish_params(claimed: ClaimedExecution, values: tuple) -> list:
+    """The parameters of ``finishing``; ``values`` from ``success_values``."""
+    now, return_value, attempt = values
+    process = [] if claimed.process_id is None else [claimed.process_id]
+    return [claimed.job_id, *process, now, return_value, attempt, now]
+
+
+def finished_values(attempt: Attempt, return_value: Any) -> tuple[Any, Any]:
+    """The job's return value and its attempt to append, prepared for the database."""
+    connection, fields = db.connection(), Job._meta
+    return (
+        fields.get_field("return_value").get_db_prep_save(return_value, connection),
+        fields.get_field("attempts").get_db_prep_save([attempt.to_dict()], connection),
+    )
+
+
+@functools.cache
+def claim_sql(one_queue: bool, registered: bool) -> str:
+    # Claiming from all queues, a row of NULLs says that some queue is paused.
+    fields = Job._meta.concrete_fields
+    flag = "" if one_queue else f" UNION ALL SELECT {nulls(fields)} WHERE {paused(False)}"
+    return (
+        f"WITH {claiming(one_queue, registered)} SELECT {columns(fields, 'j.')} FROM claimed "
+        f"JOIN {table(Job)} j ON j.id = claimed.job_id{flag}"
+    )
+
+
+@functools.cache
+def finish_sql(without_process: bool) -> str:
+    return f"WITH {finishing(without_process)} SELECT 1 FROM finished"
+
+
+@functools.cache
+def finish_and_claim_sql(without_process: bool, one_queue: bool, registered: bool) -> str:
+    # One row, however it went: how many jobs finished (1 or 0), and the claimed job.
+    fields = Job._meta.concrete_fields
+    finished = "(SELECT count(*) FROM finished)"
+    return (
+        f"WITH {finishing(without_process)}, {claiming(one_queue, registered)} "
+        f"SELECT {finished}, {columns(fields, 'j.')} FROM claimed "
+        f"JOIN {table(Job)} j ON j.id = claimed.job_id "
+        f"UNION ALL SELECT {finished}, {nulls(fields)} WHERE NOT EXISTS (SELECT FROM claimed)"
+    )
+
+
+def finishing(without_process: bool) -> str:
+    """CTEs ``claim`` (our claim, deleted) and ``finished`` (its job, marked finished).
+
+    ``finished`` tells a waiter of the job (steady_queue.wait), if there is one, in its
+    RETURNING: computed for each updated row whether or not the query reads it.
+    """
+    process = "process_id IS NULL" if without_process else "process_id = %s"
+    return (
+        f"claim AS (DELETE FROM {table(ClaimedExecution)} WHERE job_id = %s AND {process} "
+        "RETURNING job_id), "
+        f"finished AS (UPDATE {table(Job)} SET finished_at = %s, return_value = %s, "
+        "attempts = attempts || %s, updated_at = %s WHERE id IN (SELECT job_id FROM claim) "
+        f"RETURNING id, {notify.ended_call('id')})"
+    )
+
+
+def claiming(one_queue: bool, registered: bool) -> str:
+    """CTEs that lock the best ready jobs, delete them and insert ``claimed``.
+
+    ``registered``: only while the claiming process's row exists (a pruned one claims
+    nothing more; see Process.row_exists).
+    """
+    # A one-time filter on the pauses: the scan of the poll index is the same as without.
+    where = f"queue_name = %s AND NOT {paused(True)}" if one_queue else f"NOT {paused(False)}"
+    if registered:  # a one-time filter too
+        where += f" AND EXISTS (SELECT FROM {table(Process)} WHERE id = %s)"
+    return (
+        # MATERIALIZED: the locking SELECT runs exactly once, never inlined twice.
+        f"picked AS MATERIALIZED (SELECT job_id FROM {table(ReadyExecution)} "
+        f"WHERE {where} ORDER BY {poll_order()} LIMIT %s FOR UPDATE SKIP LOCKED), "
+        f"ready AS (DELETE FROM {table(ReadyExecution)} r USING picked "
+        "WHERE r.job_id = picked.job_id RETURNING r.job_id), "
+        f"claimed AS (INSERT INTO {table(ClaimedExecution)} (job_id, process_id, created_at) "
+        "SELECT job_id, %s, %s FROM ready RETURNING job_id)"
+    )
+
+
+def paused(one_queue: bool) -> str:
+    return f"EXISTS (SELECT 1 FROM {table(Pause)}{' WHERE queue_name = %s' if one_queue else ''})"
+
+
+def nulls(fields: list[Field]) -> str:
+    return ", ".join(["NULL"] * len(fields))
+
+
+def jobs_from_rows(rows: list[tuple]) -> list[Job]:
+    fields, connection = Job._meta.concrete_fields, db.connection()
+    names = [field.attname for field in fields]
+    converters = [
+        (index, field, converter)
+        for index, field in enumerate(fields)
+        for converter in field.get_db_converters(connection)
+    ]
+    jobs = []
+    for row in rows:
+        values = list(row)
+        for index, field, converter in converters:
+            values[index] = converter(values[index], field, connection)
+        jobs.append(Job.from_db(db.alias(), names, values))
+    return sorted(jobs, key=lambda job: (-job.priority, job.pk))  # POLL_ORDER
