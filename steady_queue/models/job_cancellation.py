@@ -14,18 +14,12 @@ from django.db import models
 from django.utils import timezone
 
 from ..exceptions import JobCancelled, JobStateError
+from . import states
 from .job_operations import executions_of, in_batches
 from .job_retryable import state_of
 from .signals import jobs_ended
 from .task_rollup import count_jobs
 
-NOT_STARTED = (
-    "ready_execution",
-    "scheduled_execution",
-    "blocked_execution",
-    "throttled_execution",
-    "waiting_execution",
-)
 MESSAGE = "cancelled"
 
 
@@ -33,10 +27,9 @@ class Cancellable:
     def cancel(self) -> None:
         """Cancel this job: at once if it has not started, else ask its run to stop."""
         if type(self).objects.filter(pk=self.pk).cancel_all() == 0:
-            state = state_of(self)
+            state, cancellable = state_of(self), states.in_words(states.names_where("cancellable"))
             raise JobStateError(
-                f"Job {self.pk} is {state}: only pending, scheduled, blocked or running "
-                "jobs can be cancelled."
+                f"Job {self.pk} is {state}: only {cancellable} jobs can be cancelled."
             )
         self.refresh_from_db(fields=["cancel_requested_at"])
         self._state.fields_cache.clear()
@@ -57,8 +50,9 @@ class CancellableQuerySet(models.QuerySet):
         to stop (one statement). Finished and failed jobs are left alone.
         """
         cancelled = sum(
-            in_batches(executions_of(self, relation), batch_size, _cancel)
-            for relation in NOT_STARTED
+            in_batches(executions_of(self, kind.relation), batch_size, _cancel)
+            for kind in states.kinds()
+            if kind.cancellable and not kind.started
         )
         running = self.filter(claimed_execution__isnull=False, cancel_requested_at__isnull=True)
         cancelled += self.model.objects.filter(pk__in=running.values("pk")).update(

@@ -102,4 +102,4 @@ def state_of(job: Job) -> str:
     fresh = type(job).objects.with_execution().filter(pk=job.pk).first()
     if fresh is None:
         return "deleted"
-    return "running" if fresh.state == "claimed" else fresh.state
+    return fresh.state
