@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min
 from django.utils import timezone
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -25,8 +25,6 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
-
-import steady_queue
 
 from ..exceptions import CANCELLED_CLASS
 from ..models import FailedExecution, Job, Pause, Process, ReadyExecution, TaskRollup, states
@@ -167,14 +165,13 @@ def _histogram(name: str, help_text: str, label: str, series: dict) -> Histogram
 
 
 def _processes(now: datetime) -> Iterator[Metric]:
-    cutoff = now - steady_queue.process_alive_threshold
     live = GaugeMetricFamily(
         f"{PREFIX}_processes",
         "Live processes (heartbeat within the threshold) by kind.",
         labels=["kind"],
     )
     rows = Process.objects.values_list("kind").annotate(
-        live=Count("pk", filter=Q(last_heartbeat_at__gte=cutoff)),
+        live=Count("pk", filter=Process.alive_condition(now)),
         oldest=Min("last_heartbeat_at"),
     )
     # Every kind, 0 included: "no live worker" is an alert on a value, not a missing series.

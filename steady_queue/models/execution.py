@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from django.db import models
@@ -337,6 +337,27 @@ class FailedExecution(
             # The cancelled jobs (exceptions.CANCELLED_CLASS), newest first, as listed.
             models.Index(fields=["exception_class", "-created_at", "job"], name="sq_failed_class"),
         ]
+
+    @staticmethod
+    def error_fields(error: Mapping[str, str]) -> dict[str, str]:
+        """The columns holding ``error`` (a stored error: class, message, traceback)."""
+        return {
+            "exception_class": error["exception_class"],
+            "message": error["message"],
+            "backtrace": error["traceback"],
+        }
+
+    @classmethod
+    def create_never_ran(cls, errors: Mapping[int, Mapping[str, str]], now: datetime) -> None:
+        """Fail, as of ``now``, jobs that never ran (cancelled before they started, or a
+        workflow step whose dependency failed): ``{job id: its stored error}``."""
+        from .job import Job
+
+        queues = dict(Job.objects.filter(pk__in=list(errors)).values_list("pk", "queue_name"))
+        cls.objects.bulk_create(
+            cls(job_id=job_id, queue_name=queues[job_id], created_at=now, **cls.error_fields(error))
+            for job_id, error in errors.items()
+        )
 
     def save(self, *args, **kwargs) -> None:
         if not self.queue_name:  # made without it: its job's, as every caller here sets

@@ -88,18 +88,6 @@ def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.Qu
     execution_model.objects.filter(job_id__in=ids).delete()
     jobs.update(cancel_requested_at=now, updated_at=now)
     UniqueLock.release(ids)  # failed for good, as Job.fail would: the key is free
-    error = cancellation_error()
-    queues = dict(jobs.order_by().values_list("pk", "queue_name"))
-    FailedExecution.objects.bulk_create(
-        FailedExecution(
-            job_id=job_id,
-            queue_name=queues[job_id],
-            exception_class=error["exception_class"],
-            message=error["message"],
-            backtrace=error["traceback"],
-            created_at=now,
-        )
-        for job_id in ids
-    )
+    FailedExecution.create_never_ran(dict.fromkeys(ids, cancellation_error()), now)
     jobs_failed(ids)
     jobs_ended.send(execution_model, job_ids=ids)

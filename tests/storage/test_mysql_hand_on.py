@@ -54,4 +54,4 @@ def test_inside_a_callers_transaction_the_portable_hand_on_runs(fast, process):
     assert [c.job_id for c in finished.claimed] == [second.pk]
     assert not BlockedExecution.objects.exists()
     assert Job.objects.filter(finished_at__isnull=False).count() == 1
-    assert state_of(second) == "claimed"
+    assert state_of(second) == "running"
