@@ -173,6 +173,11 @@ def relations() -> tuple[str, ...]:
     return tuple(kind.relation for kind in kinds())
 
 
+def names_where(flag: str) -> tuple[str, ...]:
+    """The kinds whose ``flag`` (started, discardable, cancellable, retryable) is set."""
+    return tuple(kind.name for kind in kinds() if getattr(kind, flag))
+
+
 def in_words(names) -> str:
     """``names`` as a sentence says them: "ready, scheduled or running"."""
     names = list(names)

@@ -82,7 +82,7 @@ def test_older_than_compares_when_the_job_failed(failed):
 
 
 def test_discard_needs_a_status_and_its_dry_run_changes_nothing(failed):
-    with pytest.raises(CommandError, match="discard applies to pending or scheduled or blocked"):
+    with pytest.raises(CommandError, match="discard applies to ready or scheduled or blocked"):
         jobs("discard")
     before = states()
     assert jobs("discard", "--status", "ready").lines[0] == "Dry run: would discard 1 ready job."
@@ -126,7 +126,7 @@ def test_cancel_is_a_dry_run_until_yes_then_ends_the_jobs_cancelled_and_is_audit
     assert not AuditEntry.objects.exists()
 
     result = jobs("cancel", "--status", "ready", "--yes")
-    assert result.lines == ["1 pending job cancelled.", f"Recorded in the audit log as {ACTOR}."]
+    assert result.lines == ["1 ready job cancelled.", f"Recorded in the audit log as {ACTOR}."]
     assert states() == {**before, pending: "failed"}
     error = FailedExecution.objects.get(job_id=pending)
     assert error.exception_class == "steady_queue.exceptions.JobCancelled"
@@ -149,7 +149,7 @@ def test_cancel_asks_running_jobs_to_stop(failed):
 
 
 def test_cancel_needs_a_status_it_applies_to(failed):
-    with pytest.raises(CommandError, match="cancel applies to pending or scheduled or blocked"):
+    with pytest.raises(CommandError, match="cancel applies to ready or scheduled or running"):
         jobs("cancel", "--yes")
     with pytest.raises(CommandError, match="cancel applies to"):
         jobs("cancel", "--status", "failed", "--yes")
@@ -201,3 +201,13 @@ def test_discarding_throttled_jobs_from_the_command_line():
 
     assert result.lines[0] == "2 throttled jobs discarded."
     assert sorted(states().values()) == ["ready"] * 3
+
+
+@pytest.mark.parametrize(
+    ("old", "said"), [("pending", "1 ready job matches."), ("in-progress", "0 running jobs match.")]
+)
+def test_the_old_spellings_of_a_status_are_accepted_and_said_canonically(old, said):
+    tasks.noop.enqueue()
+    result = jobs("list", "--status", old)
+    assert result.code == 0
+    assert result.lines[0] == said

@@ -116,7 +116,7 @@ def test_jobs_refuse_a_queue_of_another_database():
     assert "--backend billing" in str(error)
     arguments = ["cancel", "--status", "ready", "--queue", "invoices", "--yes"]
     result = run_command("steady_queue_jobs", *arguments, "--backend", "billing")
-    assert result.lines[0] == "1 pending job in queue invoices cancelled."
+    assert result.lines[0] == "1 ready job in queue invoices cancelled."
     assert states("billing") == ["failed"]
 
 
