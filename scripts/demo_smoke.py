@@ -42,9 +42,9 @@ EXPECTED = [
 # Every dashboard screen, read as the demo's staff user; each must answer 200.
 DASHBOARD_PAGES = [
     "/jobs/",
-    "/jobs/pending/",
+    "/jobs/ready/",
     "/jobs/scheduled/",
-    "/jobs/in-progress/",
+    "/jobs/running/",
     "/jobs/blocked/",
     "/jobs/throttled/",
     "/jobs/failed/",

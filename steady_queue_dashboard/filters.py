@@ -15,6 +15,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from steady_queue.models import states
+
 from . import adapter
 from .listings import Listing
 
@@ -128,14 +130,14 @@ class JobFilter(django_filters.FilterSet):
         self.filters["period"].label = listing.time_label
         self.filters["after"].label = _("%(time)s from") % {"time": listing.time_label}
         self.filters["before"].label = _("%(time)s until") % {"time": listing.time_label}
-        if listing.status != "failed":
+        if listing.status != states.FAILED:
             del self.filters["error"]
-        if listing.status == "throttled":
+        if listing.status == states.THROTTLED:
             self.filters["key"].label = _("Rate limit key")
             self.filters["key"].extra["help_text"] = _(
                 "The window's key (* for a task-wide one); with the task, one window exactly."
             )
-        elif listing.status != "blocked":
+        elif listing.status != states.BLOCKED:
             del self.filters["key"]
 
     @property
@@ -185,7 +187,7 @@ class JobFilter(django_filters.FilterSet):
         )
 
     def filter_key(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        if self.listing.status == "throttled":
+        if self.listing.status == states.THROTTLED:
             # By the windows' digests, which the throttled jobs' index starts with.
             return queryset.filter(throttled_execution__bucket_key__in=adapter.window_keys(value))
         return queryset.filter(blocked_execution__concurrency_key=value)

@@ -1,4 +1,9 @@
-"""The job lists the dashboard shows, one per status, and how each is ordered and filtered."""
+"""The job lists the dashboard shows, one per state, and how each is ordered and filtered.
+
+One list per state of ``steady_queue.models.states`` (its word is the list's URL slug):
+a list for a new state is one more ``Listing`` here, and importing this module fails
+while one is missing.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,16 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from steady_queue.exceptions import CANCELLED_CLASS
+from steady_queue.models import states
 
 
 @dataclass(frozen=True, kw_only=True)
 class Listing:
     """One status page: where its rows live and which columns index them."""
 
+    # The state's word (``states``): the list's URL slug.
     status: str
     label: str | Promise
-    # Reverse one-to-one from Job to the execution table holding these jobs (None: finished).
-    execution: str | None
     # Keyset order, all on the execution table where there is one (so that one index can
     # serve it); every list ends with the job id so that the order is total.
     ordering: tuple[str, ...]
@@ -30,24 +35,33 @@ class Listing:
     priority_field: str = "priority"
     row_actions: tuple[str, ...] = ()
     bulk_actions: tuple[str, ...] = ()
-    live: bool = False
     empty: str | Promise = ""
+
+    @property
+    def execution(self) -> str | None:
+        """Job's reverse one-to-one to the table holding these jobs (None: finished)."""
+        return states.get(self.status).relation
+
+    @property
+    def live(self) -> bool:
+        """Whether its jobs change while looked at (running ones report progress)."""
+        return states.get(self.status).started
 
     @property
     def condition(self) -> Q:
         """What sets this list's jobs apart from others in its execution table: a cancelled
         job's failure (its class, indexed) makes it cancelled, not failed."""
-        if self.status == "cancelled":
+        if self.status == states.CANCELLED:
             return Q(failed_execution__exception_class=CANCELLED_CLASS)
-        if self.status == "failed":
+        if self.status == states.FAILED:
             return ~Q(failed_execution__exception_class=CANCELLED_CLASS)
         return Q()
 
     @property
     def select_related(self) -> tuple[str, ...]:
-        if self.status == "in-progress":
+        if self.status == states.RUNNING:
             return ("claimed_execution", "claimed_execution__process")
-        if self.status == "waiting":
+        if self.status == states.WAITING:
             # Each row names its workflow run and step: joined, not a query per row.
             return ("waiting_execution", "workflow_step", "workflow_run")
         return (self.execution,) if self.execution else ()
@@ -57,9 +71,8 @@ LISTINGS: dict[str, Listing] = {
     listing.status: listing
     for listing in [
         Listing(
-            status="pending",
-            label=_("Pending"),
-            execution="ready_execution",
+            status=states.READY,
+            label=_("Ready"),
             # The workers' poll order: (priority DESC, job_id), served by the sq_poll_* indexes.
             ordering=("-ready_execution__priority", "ready_execution__job_id"),
             time_field="created_at",
@@ -71,9 +84,8 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No job is waiting for a worker."),
         ),
         Listing(
-            status="scheduled",
+            status=states.SCHEDULED,
             label=_("Scheduled"),
-            execution="scheduled_execution",
             # The dispatcher's order, served by the sq_dispatch_all index.
             ordering=(
                 "scheduled_execution__scheduled_at",
@@ -89,21 +101,18 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No job is scheduled for later."),
         ),
         Listing(
-            status="in-progress",
-            label=_("In progress"),
-            execution="claimed_execution",
+            status=states.RUNNING,
+            label=_("Running"),
             ordering=("claimed_execution__created_at", "claimed_execution__job_id"),
             time_field="claimed_execution__created_at",
             time_label=_("Started"),
-            live=True,
             row_actions=("cancel",),
             bulk_actions=("cancel",),
             empty=_("No job is running."),
         ),
         Listing(
-            status="blocked",
+            status=states.BLOCKED,
             label=_("Blocked"),
-            execution="blocked_execution",
             # The release order, served by the sq_blocked_release index.
             ordering=(
                 "blocked_execution__concurrency_key",
@@ -119,9 +128,8 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No job is waiting for a concurrency slot."),
         ),
         Listing(
-            status="throttled",
+            status=states.THROTTLED,
             label=_("Throttled"),
-            execution="throttled_execution",
             # The release order within each window (sq_throttled_release): the windows come
             # in the order of their digests, each window's jobs in the order they go ready.
             ordering=(
@@ -138,9 +146,8 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No job is waiting for room in its rate limit window."),
         ),
         Listing(
-            status="waiting",
+            status=states.WAITING,
             label=_("Waiting"),
-            execution="waiting_execution",
             # Workflow steps waiting for their upstream steps: by job id, the table's
             # primary key (no worker polls this table, so it has no other index).
             ordering=("waiting_execution__job_id",),
@@ -153,9 +160,8 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No workflow step is waiting for the steps it depends on."),
         ),
         Listing(
-            status="failed",
+            status=states.FAILED,
             label=_("Failed"),
-            execution="failed_execution",
             # Newest failures first, served by the sq_failed_recent index; ties by ascending
             # id, the order InnoDB keeps the primary key in within a secondary index.
             ordering=("-failed_execution__created_at", "failed_execution__job_id"),
@@ -166,9 +172,8 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No failed jobs. Nice."),
         ),
         Listing(
-            status="cancelled",
+            status=states.CANCELLED,
             label=_("Cancelled"),
-            execution="failed_execution",
             # Newest cancellations first, served by the sq_failed_class index.
             ordering=("-failed_execution__created_at", "failed_execution__job_id"),
             time_field="failed_execution__created_at",
@@ -179,9 +184,8 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No cancelled jobs."),
         ),
         Listing(
-            status="finished",
+            status=states.FINISHED,
             label=_("Finished"),
-            execution=None,
             ordering=("-finished_at", "-pk"),
             time_field="finished_at",
             time_label=_("Finished"),
@@ -189,3 +193,5 @@ LISTINGS: dict[str, Listing] = {
         ),
     ]
 }
+if list(LISTINGS) != list(states.words()):
+    raise ImportError(f"The dashboard lists {list(LISTINGS)}, the states are {states.words()}.")

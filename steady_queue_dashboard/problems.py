@@ -9,7 +9,8 @@ from datetime import timedelta
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from steady_queue.checks.queues import polls
+from steady_queue.health import problems as health
+from steady_queue.models import states as job_states
 
 from . import adapter, instances
 from .adapter.overview import ProcessState
@@ -36,70 +37,69 @@ def find_problems(
 ) -> list[Problem]:
     """Rank what needs the operator: nothing runs jobs, nothing schedules, slow, failing."""
     live = [state for state in states if state.alive]
-    unserved, supervision = _no_worker(queues, live), _supervision(states, live, recurring_enabled)
+    unheard = set(health.unserved([queue.name for queue in queues], live))
+    unserved = _no_worker([q for q in queues if q.name in unheard], live)
+    supervision = _supervision(states, live, recurring_enabled)
     # Nothing runs at all: say that first, it is the cause of everything else.
     found = supervision + unserved if not live else unserved + supervision
     # A queue no worker serves is behind for that reason: said once, above.
-    workers = [state for state in live if state.kind == "Worker"]
-    served = [q for q in queues if any(polls(w.queues, q.name) for w in workers)]
+    served = [queue for queue in queues if queue.name not in unheard]
     found += _slow(served) + _failure_spike(*failures) + _stale(states)
     return sorted(found, key=lambda problem: problem.severity != DANGER)
 
 
-def _no_worker(queues: list[adapter.Queue], live: list[ProcessState]) -> list[Problem]:
+def _no_worker(unheard: list[adapter.Queue], live: list[ProcessState]) -> list[Problem]:
+    """The queues no live worker polls (``health``'s no_worker): waiting jobs are a danger."""
     workers = [state for state in live if state.kind == "Worker"]
-    unheard = [q for q in queues if not any(polls(w.queues, q.name) for w in workers)]
     waiting = [q for q in unheard if q.size and not q.is_paused]
-    found = []
-    processes = instances.url("process-list")
     if waiting and not workers:
-        total = sum(queue.size for queue in waiting)
-        found.append(
-            Problem(
-                DANGER,
-                ngettext(
-                    "No live worker: %(count)s job is waiting in %(queues)s.",
-                    "No live worker: %(count)s jobs are waiting in %(queues)s.",
-                    total,
-                )
-                % {
-                    "count": total,
-                    "queues": ", ".join(f"{q.name} ({q.size})" for q in waiting),
-                },
-                _("Start manage.py steady_queue: no job runs until a worker does."),
-                instances.url("job-list", "pending"),
-                _("Pending jobs"),
-            )
-        )
-        waiting = []
-    for queue in waiting:
-        found.append(
-            Problem(
-                DANGER,
-                ngettext(
-                    "No live worker takes jobs from queue %(queue)s: %(count)s job is waiting.",
-                    "No live worker takes jobs from queue %(queue)s: %(count)s jobs are waiting.",
-                    queue.size,
-                )
-                % {"queue": queue.name, "count": queue.size},
-                _("Running workers listen to: %(queues)s.")
-                % {"queues": ", ".join(sorted({q for w in workers for q in w.queues}))},
-                instances.url("queue-detail", queue.name),
-                _("Pending jobs"),
-            )
-        )
-    idle = [q.name for q in unheard if not (q.size and not q.is_paused)]
+        found = [_nothing_runs(waiting)]
+    else:
+        found = [_unserved(queue, workers) for queue in waiting]
+    idle = [q.name for q in unheard if q not in waiting]
     if idle and workers:
         found.append(
             Problem(
                 WARNING,
                 _("No worker listens to %(queues)s.") % {"queues": ", ".join(idle)},
                 _("Jobs enqueued there will wait until a worker polls these queues."),
-                processes,
+                instances.url("process-list"),
                 _("Processes"),
             )
         )
     return found
+
+
+def _nothing_runs(waiting: list[adapter.Queue]) -> Problem:
+    total = sum(queue.size for queue in waiting)
+    return Problem(
+        DANGER,
+        ngettext(
+            "No live worker: %(count)s job is waiting in %(queues)s.",
+            "No live worker: %(count)s jobs are waiting in %(queues)s.",
+            total,
+        )
+        % {"count": total, "queues": ", ".join(f"{q.name} ({q.size})" for q in waiting)},
+        _("Start manage.py steady_queue: no job runs until a worker does."),
+        instances.url("job-list", job_states.READY),
+        _("Ready jobs"),
+    )
+
+
+def _unserved(queue: adapter.Queue, workers: list[ProcessState]) -> Problem:
+    return Problem(
+        DANGER,
+        ngettext(
+            "No live worker takes jobs from queue %(queue)s: %(count)s job is waiting.",
+            "No live worker takes jobs from queue %(queue)s: %(count)s jobs are waiting.",
+            queue.size,
+        )
+        % {"queue": queue.name, "count": queue.size},
+        _("Running workers listen to: %(queues)s.")
+        % {"queues": ", ".join(sorted({q for w in workers for q in w.queues}))},
+        instances.url("queue-detail", queue.name),
+        _("Ready jobs"),
+    )
 
 
 def _supervision(
@@ -149,7 +149,7 @@ def _slow(queues: list[adapter.Queue]) -> list[Problem]:
             % {"queue": queue.name, "wait": duration(queue.latency)},
             _("Above the latency threshold of %(limit)s.") % {"limit": duration(threshold)},
             instances.url("queue-detail", queue.name),
-            _("Pending jobs"),
+            _("Ready jobs"),
         )
         for queue in queues
         if queue.latency and queue.latency > threshold and not queue.is_paused

@@ -7,6 +7,8 @@ end in anything ("nightly/run/"). Actions therefore live under their own prefix,
 
 from django.urls import path, register_converter
 
+from steady_queue.models import states
+
 from .listings import LISTINGS
 from .views import (
     audit_log,
@@ -26,13 +28,14 @@ from .views import (
 
 
 class StatusConverter:
-    """A job status slug: pending, scheduled, in-progress, blocked, throttled, waiting,
-    failed, cancelled or finished."""
+    """A job status slug: a state's word (``states.words()``), or an old spelling of one
+    (``states.ALIASES``: ``pending``, ``in-progress``), which serves the same list so that
+    bookmarks keep working. Longest first: the regex must not stop at a prefix."""
 
-    regex = "|".join(LISTINGS)
+    regex = "|".join(sorted([*LISTINGS, *states.ALIASES], key=len, reverse=True))
 
     def to_python(self, value: str) -> str:
-        return value
+        return states.canonical(value)
 
     def to_url(self, value: str) -> str:
         return value

@@ -38,7 +38,7 @@ def test_progress_is_readable_from_another_connection_while_the_job_runs():
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and thread.is_alive():
         job = Job.objects.with_execution().get(pk=result.id)
-        if job.progress and job.state == "claimed":
+        if job.progress and job.state == "running":
             seen.append(job.progress["current"])
         time.sleep(0.05)
     thread.join(10)

@@ -133,7 +133,7 @@ def _run_to_completion(customers: list[Customer]) -> None:
 
 def _enqueue_ready(customers: list[Customer]) -> None:
     """Jobs in several queues and priorities. The number crunchers take one to four
-    minutes, so the in-progress list shows progress bars and later jobs wait their turn."""
+    minutes, so the running list shows progress bars and later jobs wait their turn."""
     calls = [
         *((tasks.crunch_numbers, [], {"steps": steps}) for steps in (60, 120, 180, 240)),
         (tasks.crunch_numbers.using(priority=-10), [], {"steps": 90}),

@@ -10,15 +10,13 @@ anonymous, behind a load balancer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError
 from django.utils import timezone
-
-import steady_queue
 
 from .. import configuration, db
 from ..checks.queues import polls
@@ -96,7 +94,9 @@ class ProcessRow:
     last_heartbeat_at: datetime
 
     def alive(self, now: datetime) -> bool:
-        return self.last_heartbeat_at >= now - steady_queue.process_alive_threshold
+        from ..models import Process
+
+        return Process.heartbeat_is_alive(self.last_heartbeat_at, now)
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name} (pid {self.pid} on {self.hostname or 'unknown host'})"
@@ -129,18 +129,26 @@ def _missing_processes(
         found.append(
             Problem("no_supervisor", "No live supervisor: is manage.py steady_queue running?")
         )
-    live_selectors = [p.queues for p in live if p.kind == "Worker"]
     wanted = queues or [selector for worker in workers for selector in worker.queues]
-    for queue in dict.fromkeys(wanted):
-        if not any(polls(selectors, queue) for selectors in live_selectors):
-            found.append(
-                Problem("no_worker", f"No live worker takes jobs from queue {queue!r}.", queue)
-            )
+    for queue in unserved(dict.fromkeys(wanted), live):
+        found.append(
+            Problem("no_worker", f"No live worker takes jobs from queue {queue!r}.", queue)
+        )
     if dispatchers and not any(p.kind == "Dispatcher" for p in live):
         found.append(
             Problem("no_dispatcher", "No live dispatcher: scheduled jobs and retries wait.")
         )
     return found
+
+
+def unserved(queues: Iterable[str], live: Sequence) -> list[str]:
+    """The ``no_worker`` problem: which of ``queues`` no ``live`` worker polls.
+
+    ``live`` holds the live processes, as rows with a ``kind`` and the ``queues`` they
+    poll (this module's, or the dashboard's): both ask here.
+    """
+    selectors = [process.queues for process in live if process.kind == "Worker"]
+    return [queue for queue in queues if not any(polls(s, queue) for s in selectors)]
 
 
 def _stale(processes: list[ProcessRow], now: datetime) -> list[Problem]:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min
 from django.utils import timezone
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -26,22 +26,8 @@ from prometheus_client.core import (
     Metric,
 )
 
-import steady_queue
-
 from ..exceptions import CANCELLED_CLASS
-from ..models import (
-    BlockedExecution,
-    ClaimedExecution,
-    FailedExecution,
-    Job,
-    Pause,
-    Process,
-    ReadyExecution,
-    ScheduledExecution,
-    TaskRollup,
-    ThrottledExecution,
-    WaitingExecution,
-)
+from ..models import FailedExecution, Job, Pause, Process, ReadyExecution, TaskRollup, states
 from ..models.queue_figures import COUNT_CAP, Counts, next_ready_at, queue_names
 from ..models.task_rollup import BUCKETS
 
@@ -76,8 +62,8 @@ class QueueCollector:
 def _job_states(now: datetime) -> Iterator[Metric]:
     jobs = GaugeMetricFamily(
         f"{PREFIX}_jobs",
-        "Jobs by state and queue (ready, scheduled, blocked, throttled, waiting, running, "
-        f"failed, cancelled); ready, failed and cancelled counted up to {COUNT_CAP} per queue.",
+        f"Jobs by state and queue ({', '.join(states.words()[:-1])}); "
+        f"ready, failed and cancelled counted up to {COUNT_CAP} per queue.",
         labels=["queue", "state"],
     )
     latency = GaugeMetricFamily(
@@ -92,26 +78,29 @@ def _job_states(now: datetime) -> Iterator[Metric]:
     for queue, ready_at in sorted(next_ready_at(ready_queues).items()):
         latency.add_metric([queue], max((now - ready_at).total_seconds(), 0.0))
     counts = Counts()
-    counts.add("ready", ReadyExecution, ready_queues)
+    counts.add(states.READY, ReadyExecution, ready_queues)
     # Cancelled jobs are failed executions of their own class: both read from sq_failed_queue
     # (queue_name, exception_class).
     cancelled = [CANCELLED_CLASS]
-    counts.add("failed", FailedExecution, failed_queues, "exception_class <> %s", cancelled)
-    counts.add("cancelled", FailedExecution, failed_queues, "exception_class = %s", cancelled)
+    counts.add(states.FAILED, FailedExecution, failed_queues, "exception_class <> %s", cancelled)
+    counts.add(states.CANCELLED, FailedExecution, failed_queues, "exception_class = %s", cancelled)
     for (state, queue), count in counts.run().items():
         jobs.add_metric([queue, state], count)
-    by_queue = {
-        "scheduled": ScheduledExecution.objects.values_list("queue_name"),
-        "blocked": BlockedExecution.objects.values_list("queue_name"),
-        "throttled": ThrottledExecution.objects.values_list("queue_name"),
-        "waiting": WaitingExecution.objects.values_list("queue_name"),
-        "running": ClaimedExecution.objects.values_list("job__queue_name"),
-    }
-    for state, queues in by_queue.items():
+    # The other kinds hold what is in flight or waiting: counted in full, one query each.
+    for kind in states.kinds():
+        if kind.model in (ReadyExecution, FailedExecution):
+            continue
+        queues = kind.model.objects.values_list(_queue_field(kind.model))
         for queue, count in queues.annotate(jobs=Count("pk")).order_by():
-            jobs.add_metric([queue, state], count)
+            jobs.add_metric([queue, kind.name], count)
     yield jobs
     yield latency
+
+
+def _queue_field(model) -> str:
+    """Where a table's queue is: its own copy, or (running jobs) their job's."""
+    names = {field.name for field in model._meta.get_fields()}
+    return "queue_name" if "queue_name" in names else "job__queue_name"
 
 
 def _kept_and_paused() -> Iterator[Metric]:
@@ -176,14 +165,13 @@ def _histogram(name: str, help_text: str, label: str, series: dict) -> Histogram
 
 
 def _processes(now: datetime) -> Iterator[Metric]:
-    cutoff = now - steady_queue.process_alive_threshold
     live = GaugeMetricFamily(
         f"{PREFIX}_processes",
         "Live processes (heartbeat within the threshold) by kind.",
         labels=["kind"],
     )
     rows = Process.objects.values_list("kind").annotate(
-        live=Count("pk", filter=Q(last_heartbeat_at__gte=cutoff)),
+        live=Count("pk", filter=Process.alive_condition(now)),
         oldest=Min("last_heartbeat_at"),
     )
     # Every kind, 0 included: "no live worker" is an alert on a value, not a missing series.

@@ -1,3 +1,4 @@
+from . import states
 from .batch import Batch
 from .execution import (
     BlockedExecution,
@@ -18,6 +19,9 @@ from .throttled_execution import ThrottledExecution
 from .unique_lock import UniqueLock
 from .waiting_execution import WaitingExecution
 from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
+
+# Every execution table is loaded: a state word without its table fails here.
+states.seal()
 
 __all__ = [
     "Batch",

@@ -90,11 +90,11 @@ class ClaimedLifecycle(ClaimedFinish):
 
     @classmethod
     def _with_jobs(cls, claims: QuerySet) -> list[ClaimedLifecycle]:
-        from .job_executable import EXECUTION_RELATIONS
+        from . import states
 
         claims = list(claims.select_related("job").order_by("job_id"))
         for claim in claims:
-            claim.job._state.fields_cache.update(dict.fromkeys(EXECUTION_RELATIONS))
+            claim.job._state.fields_cache.update(dict.fromkeys(states.relations()))
             claim.job._state.fields_cache["claimed_execution"] = claim
         return claims
 

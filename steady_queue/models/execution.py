@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from django.db import models
@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from .. import db
 from ..compat import TaskResultStatus
+from . import states
 from .base import QueueModel
 from .claimed_lifecycle import ClaimedLifecycle
 from .queue_selector import QueueSelector
@@ -23,17 +24,46 @@ if TYPE_CHECKING:
 class Execution(QueueModel):
     """Where a job is now: exactly one execution row exists per unfinished job.
 
-    Each kind names its state (``Job.state``, the dashboard, the docs) and the
-    TaskResult status it shows as, here and nowhere else.
+    Each table declares its kind once, as keywords of its class statement: its state
+    (a word of ``states.KIND_ORDER``: ``Job.state``, its dashboard URL and ``--status``
+    value), the TaskResult status it shows as, whether its jobs have started, may be
+    discarded or cancelled (retried: failed ones), and the field saying when a job
+    entered it. ``states`` keeps the registry every list of states derives from.
     """
 
     state_name: str
     task_status: TaskResultStatus
+    kind: states.State
 
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         abstract = True
+
+    def __init_subclass__(
+        cls,
+        *,
+        state: str,
+        task_status: TaskResultStatus,
+        entered_at: str = "created_at",
+        started: bool = False,
+        discardable: bool = False,
+        cancellable: bool = False,
+        retryable: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.state_name, cls.task_status = state, task_status
+        cls.kind = states.register(
+            cls,
+            name=state,
+            task_status=task_status,
+            entered_at=entered_at,
+            started=started,
+            discardable=discardable,
+            cancellable=cancellable,
+            retryable=retryable,
+        )
 
     def __str__(self) -> str:
         return f"{type(self).__name__} of job {self.job_id}"
@@ -46,11 +76,14 @@ POLL_ORDER = ("-priority", "job")
 READY_COPIED_FIELDS = ("queue_name", "priority")
 
 
-class ReadyExecution(Execution):
+class ReadyExecution(
+    Execution,
+    state=states.READY,
+    task_status=TaskResultStatus.READY,
+    discardable=True,
+    cancellable=True,
+):
     """A job that a worker may claim now."""
-
-    state_name = "ready"
-    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -107,11 +140,14 @@ class ReadyExecution(Execution):
             return claimed
 
 
-class ScheduledExecution(Execution):
+class ScheduledExecution(
+    Execution,
+    state=states.SCHEDULED,
+    task_status=TaskResultStatus.READY,
+    discardable=True,
+    cancellable=True,
+):
     """A job waiting for its ``scheduled_at`` before it becomes ready."""
-
-    state_name = "scheduled"
-    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -162,11 +198,15 @@ class ScheduledExecution(Execution):
         return len(jobs)
 
 
-class ClaimedExecution(ClaimedLifecycle, Execution):
+class ClaimedExecution(
+    ClaimedLifecycle,
+    Execution,
+    state=states.RUNNING,
+    task_status=TaskResultStatus.RUNNING,
+    started=True,
+    cancellable=True,
+):
     """A job a worker has claimed and is running; ``created_at`` is the attempt's start."""
-
-    state_name = "claimed"
-    task_status = TaskResultStatus.RUNNING
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -204,19 +244,20 @@ class ClaimedExecution(ClaimedLifecycle, Execution):
     @classmethod
     def claimed_for(cls, job: Job, process: Process | None, now: datetime) -> ClaimedExecution:
         """The claim of ``job`` (already stored), linked both ways so nothing is re-fetched."""
-        from .job_executable import EXECUTION_RELATIONS
-
         claimed = cls(job=job, process=process, created_at=now)
-        job._state.fields_cache.update(dict.fromkeys(EXECUTION_RELATIONS))
+        job._state.fields_cache.update(dict.fromkeys(states.relations()))
         job._state.fields_cache["claimed_execution"] = claimed
         return claimed
 
 
-class BlockedExecution(Execution):
+class BlockedExecution(
+    Execution,
+    state=states.BLOCKED,
+    task_status=TaskResultStatus.READY,
+    discardable=True,
+    cancellable=True,
+):
     """A job waiting for its concurrency semaphore."""
-
-    state_name = "blocked"
-    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -266,11 +307,14 @@ class BlockedExecution(Execution):
             return True
 
 
-class FailedExecution(Execution):
+class FailedExecution(
+    Execution,
+    state=states.FAILED,
+    task_status=TaskResultStatus.FAILED,
+    discardable=True,
+    retryable=True,
+):
     """A job whose last attempt failed; it stays here until retried or discarded."""
-
-    state_name = "failed"
-    task_status = TaskResultStatus.FAILED
 
     job = models.OneToOneField(
         "steady_queue.Job",
@@ -293,6 +337,27 @@ class FailedExecution(Execution):
             # The cancelled jobs (exceptions.CANCELLED_CLASS), newest first, as listed.
             models.Index(fields=["exception_class", "-created_at", "job"], name="sq_failed_class"),
         ]
+
+    @staticmethod
+    def error_fields(error: Mapping[str, str]) -> dict[str, str]:
+        """The columns holding ``error`` (a stored error: class, message, traceback)."""
+        return {
+            "exception_class": error["exception_class"],
+            "message": error["message"],
+            "backtrace": error["traceback"],
+        }
+
+    @classmethod
+    def create_never_ran(cls, errors: Mapping[int, Mapping[str, str]], now: datetime) -> None:
+        """Fail, as of ``now``, jobs that never ran (cancelled before they started, or a
+        workflow step whose dependency failed): ``{job id: its stored error}``."""
+        from .job import Job
+
+        queues = dict(Job.objects.filter(pk__in=list(errors)).values_list("pk", "queue_name"))
+        cls.objects.bulk_create(
+            cls(job_id=job_id, queue_name=queues[job_id], created_at=now, **cls.error_fields(error))
+            for job_id, error in errors.items()
+        )
 
     def save(self, *args, **kwargs) -> None:
         if not self.queue_name:  # made without it: its job's, as every caller here sets

@@ -14,10 +14,11 @@ from django.utils.translation import gettext_lazy as _
 from .. import arguments
 from ..compat import InvalidTask
 from ..task_options import concurrency, rate_limits, uniqueness
+from . import states
 from .base import QueueManager, QueueModel, QueueQuerySet
 from .job_cancellation import Cancellable, CancellableQuerySet
 from .job_clearable import ClearableQuerySet
-from .job_executable import EXECUTION_RELATIONS, Executable
+from .job_executable import Executable
 from .job_operations import Operations, OperationsQuerySet
 from .job_retryable import Retryable, RetryableQuerySet
 
@@ -33,7 +34,7 @@ class JobQuerySet(
 
     def with_execution(self) -> JobQuerySet:
         """Load each job's execution (and claiming process) in the same query."""
-        return self.select_related(*EXECUTION_RELATIONS, "claimed_execution__process")
+        return self.select_related(*states.relations(), "claimed_execution__process")
 
 
 class Job(Retryable, Operations, Cancellable, Executable, QueueModel):

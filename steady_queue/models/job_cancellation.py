@@ -16,6 +16,7 @@ from django.db import models
 from django.utils import timezone
 
 from ..exceptions import JobCancelled, JobStateError
+from . import states
 from .job_operations import executions_of, in_batches
 from .job_retryable import state_of
 from .signals import jobs_ended
@@ -24,13 +25,6 @@ from .task_rollup import count_jobs
 if TYPE_CHECKING:
     from .outcomes import Failure
 
-NOT_STARTED = (
-    "ready_execution",
-    "scheduled_execution",
-    "blocked_execution",
-    "throttled_execution",
-    "waiting_execution",
-)
 MESSAGE = "cancelled"
 
 
@@ -38,10 +32,9 @@ class Cancellable:
     def cancel(self) -> None:
         """Cancel this job: at once if it has not started, else ask its run to stop."""
         if type(self).objects.filter(pk=self.pk).cancel_all() == 0:
-            state = state_of(self)
+            state, cancellable = state_of(self), states.in_words(states.names_where("cancellable"))
             raise JobStateError(
-                f"Job {self.pk} is {state}: only pending, scheduled, blocked or running "
-                "jobs can be cancelled."
+                f"Job {self.pk} is {state}: only {cancellable} jobs can be cancelled."
             )
         self.refresh_from_db(fields=["cancel_requested_at"])
         self._state.fields_cache.clear()
@@ -82,8 +75,9 @@ class CancellableQuerySet(models.QuerySet):
         to stop (one statement). Finished and failed jobs are left alone.
         """
         cancelled = sum(
-            in_batches(executions_of(self, relation), batch_size, _cancel)
-            for relation in NOT_STARTED
+            in_batches(executions_of(self, kind.relation), batch_size, _cancel)
+            for kind in states.kinds()
+            if kind.cancellable and not kind.started
         )
         running = self.filter(claimed_execution__isnull=False, cancel_requested_at__isnull=True)
         cancelled += self.model.objects.filter(pk__in=running.values("pk")).update(
@@ -119,18 +113,6 @@ def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.Qu
     execution_model.objects.filter(job_id__in=ids).delete()
     jobs.update(cancel_requested_at=now, updated_at=now)
     UniqueLock.release(ids)  # failed for good, as Job.fail would: the key is free
-    error = cancellation_error()
-    queues = dict(jobs.order_by().values_list("pk", "queue_name"))
-    FailedExecution.objects.bulk_create(
-        FailedExecution(
-            job_id=job_id,
-            queue_name=queues[job_id],
-            exception_class=error["exception_class"],
-            message=error["message"],
-            backtrace=error["traceback"],
-            created_at=now,
-        )
-        for job_id in ids
-    )
+    FailedExecution.create_never_ran(dict.fromkeys(ids, cancellation_error()), now)
     jobs_failed(ids)
     jobs_ended.send(execution_model, job_ids=ids)

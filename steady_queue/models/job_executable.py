@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from .. import db
 from ..compat import TaskResultStatus
+from . import states
 from .job_concurrency import ConcurrencyControls
 from .job_rate_limited import RateLimited
 from .job_unique import UniqueJobs
@@ -16,8 +17,7 @@ if TYPE_CHECKING:
 
 
 class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
-    """Move a job between its execution tables: scheduled, ready, blocked, throttled,
-    claimed, failed."""
+    """Move a job between its execution tables (``states.kinds()``)."""
 
     @classmethod
     def enqueue_all(cls, jobs: list[Job]) -> list[Job]:
@@ -91,7 +91,7 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
     @property
     def execution(self):
         """Return the one execution row of this job, or None when finished or discarded."""
-        for name in EXECUTION_RELATIONS:
+        for name in states.relations():
             execution = getattr(self, name, None)
             if execution is not None:
                 return execution
@@ -106,19 +106,9 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
 
     @property
     def state(self) -> str:
-        """Return where the job is: scheduled, ready, blocked, claimed, failed or finished."""
+        """Return where the job is: its execution's state (``states.KIND_ORDER``), finished
+        or discarded."""
         if self.finished_at is not None:
-            return "finished"
+            return states.FINISHED
         execution = self.execution
-        return execution.state_name if execution else "discarded"
-
-
-EXECUTION_RELATIONS = (
-    "claimed_execution",
-    "ready_execution",
-    "scheduled_execution",
-    "blocked_execution",
-    "throttled_execution",
-    "waiting_execution",
-    "failed_execution",
-)
+        return execution.state_name if execution else states.DISCARDED

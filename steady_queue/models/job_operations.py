@@ -10,18 +10,10 @@ from django.db import models
 from .. import db
 from ..exceptions import JobStateError
 from ..task_options import concurrency
+from . import states
 from .job_retryable import state_of
 from .signals import jobs_ended
 from .task_rollup import count_jobs
-
-DISCARDABLE = (
-    "ready_execution",
-    "scheduled_execution",
-    "blocked_execution",
-    "throttled_execution",
-    "waiting_execution",
-    "failed_execution",
-)
 
 
 class Operations:
@@ -31,9 +23,12 @@ class Operations:
         """Delete this job unless it is running; release its semaphore if it held one."""
         if type(self).objects.filter(pk=self.pk).discard_all() == 0:
             state = state_of(self)
-            if state == "running":
+            if state == states.RUNNING:
                 raise JobStateError(f"Job {self.pk} is running: a running job cannot be discarded.")
-            raise JobStateError(f"Job {self.pk} is {state}: only pending jobs can be discarded.")
+            discardable = states.in_words(states.names_where("discardable"))
+            raise JobStateError(
+                f"Job {self.pk} is {state}: only {discardable} jobs can be discarded."
+            )
         self._state.fields_cache.clear()
 
     def dispatch_now(self) -> None:
@@ -67,13 +62,14 @@ class Operations:
 
 class OperationsQuerySet(models.QuerySet):
     def discard_all(self, batch_size: int = 500) -> int:
-        """Delete the ready, scheduled, blocked and failed jobs of this queryset; return how many.
+        """Delete the jobs of this queryset in a discardable state; return how many.
 
-        Running (claimed) jobs are left alone. Work goes a batch at a time.
+        Running jobs are left alone. Work goes a batch at a time.
         """
         return sum(
-            in_batches(executions_of(self, relation), batch_size, _discard)
-            for relation in DISCARDABLE
+            in_batches(executions_of(self, kind.relation), batch_size, _discard)
+            for kind in states.kinds()
+            if kind.discardable
         )
 
     def dispatch_all_now(self, batch_size: int = 500) -> int:

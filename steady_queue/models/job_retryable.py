@@ -37,11 +37,7 @@ class Retryable:
 
         self.release_unique_lock()
         self._state.fields_cache["failed_execution"] = FailedExecution.objects.create(
-            job=self,
-            queue_name=self.queue_name,
-            exception_class=error["exception_class"],
-            message=error["message"],
-            backtrace=error["traceback"],
+            job=self, queue_name=self.queue_name, **FailedExecution.error_fields(error)
         )
         job_ended(self, succeeded=False)
         jobs_ended.send(type(self), job_ids=[self.pk])
@@ -103,4 +99,4 @@ def state_of(job: Job) -> str:
     fresh = type(job).objects.with_execution().filter(pk=job.pk).first()
     if fresh is None:
         return "deleted"
-    return "running" if fresh.state == "claimed" else fresh.state
+    return fresh.state

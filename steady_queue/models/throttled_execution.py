@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from .. import db
 from ..compat import TaskResultStatus
+from . import states
 from .execution import Execution
 from .rate_limit import RateLimitBucket
 
@@ -24,11 +25,14 @@ if TYPE_CHECKING:
     from .job import Job
 
 
-class ThrottledExecution(Execution):
+class ThrottledExecution(
+    Execution,
+    state=states.THROTTLED,
+    task_status=TaskResultStatus.READY,
+    discardable=True,
+    cancellable=True,
+):
     """A job over its task's rate limit, waiting for room in its window."""
-
-    state_name = "throttled"
-    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",

@@ -14,17 +14,21 @@ from typing import TYPE_CHECKING
 from django.db import models
 
 from ..compat import TaskResultStatus
+from . import states
 from .execution import Execution
 
 if TYPE_CHECKING:
     from .job import Job
 
 
-class WaitingExecution(Execution):
+class WaitingExecution(
+    Execution,
+    state=states.WAITING,
+    task_status=TaskResultStatus.READY,
+    discardable=True,
+    cancellable=True,
+):
     """A workflow step whose upstream steps have not all ended yet."""
-
-    state_name = "waiting"
-    task_status = TaskResultStatus.READY
 
     job = models.OneToOneField(
         "steady_queue.Job",

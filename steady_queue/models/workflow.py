@@ -76,29 +76,7 @@ class WorkflowRun(QueueModel):
             for job in jobs:
                 job.workflow_run_id = run.pk
             jobs = Job.objects.bulk_create(jobs)
-            by_name = {}
-            rows = []
-            for position, (job, (_, step_name, run_if, upstream)) in enumerate(
-                zip(jobs, steps, strict=True)
-            ):
-                step = WorkflowStep(
-                    job_id=job.pk,
-                    run=run,
-                    name=step_name,
-                    position=position,
-                    run_if=run_if,
-                    waiting_for=len(upstream),
-                )
-                by_name[step_name] = step
-                rows.append(step)
-            WorkflowStep.objects.bulk_create(rows)
-            WorkflowDependency.objects.bulk_create(
-                WorkflowDependency(
-                    step_id=by_name[step_name].job_id, upstream_id=by_name[up].job_id
-                )
-                for _, step_name, _, upstream in steps
-                for up in upstream
-            )
+            run._store_graph(jobs, steps)
             # The others wait first: a root discarded on a concurrency conflict ends
             # failed at once, and its dependents must be waiting to hear of it.
             WaitingExecution.create_all_from_jobs(
@@ -107,6 +85,27 @@ class WorkflowRun(QueueModel):
             roots = [job for job, (*_, upstream) in zip(jobs, steps, strict=True) if not upstream]
             Job.prepare_all_for_execution(roots)
         return run, jobs
+
+    def _store_graph(self, jobs: list[Job], steps: Sequence[tuple]) -> None:
+        """Store the steps of this run (``jobs``, stored) and the edges between them."""
+        by_name = {}
+        for position, (job, (_unsaved, step_name, run_if, upstream)) in enumerate(
+            zip(jobs, steps, strict=True)
+        ):
+            by_name[step_name] = WorkflowStep(
+                job_id=job.pk,
+                run=self,
+                name=step_name,
+                position=position,
+                run_if=run_if,
+                waiting_for=len(upstream),
+            )
+        WorkflowStep.objects.bulk_create(list(by_name.values()))
+        WorkflowDependency.objects.bulk_create(
+            WorkflowDependency(step_id=by_name[step_name].job_id, upstream_id=by_name[up].job_id)
+            for _, step_name, _, upstream in steps
+            for up in upstream
+        )
 
 
 class WorkflowStep(QueueModel):

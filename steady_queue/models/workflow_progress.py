@@ -106,28 +106,13 @@ def _tell_dependents(outcomes: Mapping[int, str]) -> dict[int, str]:
 def _fail_waiting(doomed: Mapping[int, str]) -> list[int]:
     """Fail the still waiting steps of ``doomed`` with DependencyFailed; return which."""
     from .execution import FailedExecution
-    from .job import Job
     from .waiting_execution import WaitingExecution
 
     taken = WaitingExecution.take(doomed)
     if not taken:
         return []
-    now = timezone.now()
-    queues = dict(Job.objects.filter(pk__in=taken).values_list("pk", "queue_name"))
-    rows = []
-    for job_id in taken:
-        error = dependency_error(doomed[job_id])
-        rows.append(
-            FailedExecution(
-                job_id=job_id,
-                queue_name=queues[job_id],
-                exception_class=error["exception_class"],
-                message=error["message"],
-                backtrace=error["traceback"],
-                created_at=now,
-            )
-        )
-    FailedExecution.objects.bulk_create(rows)
+    errors = {job_id: dependency_error(doomed[job_id]) for job_id in taken}
+    FailedExecution.create_never_ran(errors, timezone.now())
     jobs_ended.send(WaitingExecution, job_ids=taken)
     return taken
 

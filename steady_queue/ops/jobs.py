@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..models import states
 from .selection import JobSelection, SelectionError, id_batches
 
 BATCH_SIZE = 500
@@ -35,23 +36,20 @@ class Action:
             )
 
 
+def _where(flag: str) -> tuple[str, ...]:
+    """The states (kinds, then cancelled) whose ``flag`` says the action applies."""
+    return tuple(state.name for state in states.all_states() if getattr(state, flag))
+
+
 ACTIONS = {
     # A cancelled job can be retried too (run again) or discarded, as failed ones.
-    "retry": Action("retry_all", ("failed", "cancelled"), "retried", default_status="failed"),
-    "discard": Action(
-        "discard_all",
-        ("pending", "scheduled", "blocked", "throttled", "failed", "cancelled"),
-        "discarded",
-    ),
-    "dispatch": Action("dispatch_all_now", ("scheduled",), "dispatched"),
+    "retry": Action("retry_all", _where("retryable"), "retried", default_status=states.FAILED),
+    "discard": Action("discard_all", _where("discardable"), "discarded"),
+    "dispatch": Action("dispatch_all_now", (states.SCHEDULED,), "dispatched"),
     # Only where a slot of the job's key is free, unless forced (run(..., force=True)).
-    "release": Action("release_all", ("blocked",), "released"),
+    "release": Action("release_all", (states.BLOCKED,), "released"),
     # Jobs not started end at once (failed with JobCancelled); running ones are asked to stop.
-    "cancel": Action(
-        "cancel_all",
-        ("pending", "scheduled", "blocked", "throttled", "waiting", "in-progress"),
-        "cancelled",
-    ),
+    "cancel": Action("cancel_all", _where("cancellable"), "cancelled"),
 }
 
 

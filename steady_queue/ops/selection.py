@@ -9,22 +9,7 @@ from datetime import timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from ..exceptions import CANCELLED_CLASS
-
-# Each status the dashboard lists: the execution holding its jobs, and the time
-# --older-than compares (when the job entered that status, where it is recorded).
-# Cancelled jobs are failed executions of their own class: "failed" leaves them out.
-STATUSES: dict[str, tuple[str | None, str]] = {
-    "pending": ("ready_execution", "ready_execution__created_at"),
-    "scheduled": ("scheduled_execution", "created_at"),
-    "in-progress": ("claimed_execution", "claimed_execution__created_at"),
-    "blocked": ("blocked_execution", "created_at"),
-    "throttled": ("throttled_execution", "throttled_execution__created_at"),
-    "waiting": ("waiting_execution", "waiting_execution__created_at"),
-    "failed": ("failed_execution", "failed_execution__created_at"),
-    "cancelled": ("failed_execution", "failed_execution__created_at"),
-    "finished": (None, "finished_at"),
-}
+from ..models import states
 
 
 class SelectionError(ValueError):
@@ -33,7 +18,11 @@ class SelectionError(ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class JobSelection:
-    """Jobs with ``status`` (None: any), of ``tasks``, in ``queues``, older than, with ``error``."""
+    """Jobs with ``status`` (None: any), of ``tasks``, in ``queues``, older than, with ``error``.
+
+    ``status`` is a state's word (``states.words()``) or an old spelling of one
+    (``states.ALIASES``), kept as its canonical word.
+    """
 
     status: str | None = None
     tasks: Sequence[str] = ()
@@ -43,11 +32,13 @@ class JobSelection:
     error: str | None = None
 
     def __post_init__(self) -> None:
-        if self.status is not None and self.status not in STATUSES:
-            raise SelectionError(
-                f"Unknown status {self.status!r}: use one of {', '.join(STATUSES)}."
-            )
-        if self.error and self.status != "failed":
+        if self.status is not None:
+            if self.status not in states.words(accepting_aliases=True):
+                raise SelectionError(
+                    f"Unknown status {self.status!r}: use one of {', '.join(states.words())}."
+                )
+            object.__setattr__(self, "status", states.canonical(self.status))
+        if self.error and self.status != states.FAILED:
             raise SelectionError("--error applies to failed jobs only: add --status failed.")
 
     def jobs(self) -> QuerySet:
@@ -56,7 +47,7 @@ class JobSelection:
 
         jobs = Job.objects.all()
         if self.status is not None:
-            jobs = jobs.filter(self._status_condition())
+            jobs = jobs.filter(states.get(self.status).job_condition())
         if self.tasks:
             jobs = jobs.filter(task_path__in=self.tasks)
         if self.queues:
@@ -64,7 +55,8 @@ class JobSelection:
         if self.ids:
             jobs = jobs.filter(pk__in=self.ids)
         if self.older_than is not None:
-            time_field = STATUSES[self.status][1] if self.status else "created_at"
+            # When the job entered its status (any status: when it was enqueued).
+            time_field = states.get(self.status).entered_lookup if self.status else "created_at"
             jobs = jobs.filter(**{f"{time_field}__lt": timezone.now() - self.older_than})
         if self.error:
             jobs = jobs.filter(
@@ -100,16 +92,6 @@ class JobSelection:
             "older_than_seconds": self.older_than.total_seconds() if self.older_than else None,
             "error": self.error,
         }
-
-    def _status_condition(self) -> Q:
-        execution = STATUSES[self.status][0]
-        if execution is None:
-            return Q(finished_at__isnull=False)
-        present = Q(**{f"{execution}__isnull": False})
-        cancelled = Q(failed_execution__exception_class=CANCELLED_CLASS)
-        if self.status == "cancelled":
-            return present & cancelled
-        return present & ~cancelled if self.status == "failed" else present
 
 
 def id_batches(jobs: QuerySet, size: int) -> Iterator[list[int]]:

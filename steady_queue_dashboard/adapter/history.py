@@ -10,7 +10,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
 from steady_queue.exceptions import CANCELLED_CLASS
-from steady_queue.models import Job
+from steady_queue.models import Job, states
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def timeline(job: Job) -> list[Event]:
     events = [Event(job.created_at, _("Enqueued"), job.queue_name)]
     done = attempts(job)
     if _was_due(job, done):
-        events.append(Event(job.scheduled_at, _("Due"), kind="scheduled"))
+        events.append(Event(job.scheduled_at, _("Due"), kind=states.SCHEDULED))
     for attempt in done:
         events += _attempt_events(attempt)
     execution = job.execution
@@ -104,14 +104,14 @@ def _was_due(job: Job, done: list[Attempt]) -> bool:
     """
     if job.scheduled_at is None:
         return False
-    if job.state == "scheduled":
+    if job.state == states.SCHEDULED:
         return True
     if job.scheduled_at > timezone.now():
         return False
     started = [attempt.started_at for attempt in done if attempt.started_at]
     ran_early = bool(started) and started[-1] < job.scheduled_at
     # A job still waiting to run again was made due after its last attempt (a retry).
-    return not (ran_early and job.state in ("claimed", "failed", "finished"))
+    return not (ran_early and job.state in (states.RUNNING, states.FAILED, states.FINISHED))
 
 
 def run_time(job: Job) -> timedelta | None:

@@ -13,17 +13,7 @@ from django.utils.text import Truncator
 
 from steady_queue import arguments, db
 from steady_queue.exceptions import CANCELLED_CLASS
-from steady_queue.models import (
-    BlockedExecution,
-    ClaimedExecution,
-    FailedExecution,
-    Job,
-    RateLimitBucket,
-    ReadyExecution,
-    ScheduledExecution,
-    ThrottledExecution,
-    WaitingExecution,
-)
+from steady_queue.models import FailedExecution, Job, RateLimitBucket, states
 
 from .. import masking
 from ..listings import LISTINGS, Listing
@@ -84,25 +74,20 @@ def find_job(pk: int) -> Job | None:
 
 def status_counts() -> dict[str, Tally]:
     """Count the jobs of each status, up to COUNT_CAP."""
-    queryset = Job.objects.all()
+    # A kind's rows in its table (failed and not cancelled: at most COUNT_CAP index
+    # entries plus the cancelled ones); finished jobs have none.
     return {
-        "pending": capped_count(ReadyExecution.objects.all()),
-        "scheduled": capped_count(ScheduledExecution.objects.all()),
-        "in-progress": capped_count(ClaimedExecution.objects.all()),
-        "blocked": capped_count(BlockedExecution.objects.all()),
-        "throttled": capped_count(ThrottledExecution.objects.all()),
-        "waiting": capped_count(WaitingExecution.objects.all()),
-        # Failed and not cancelled: at most COUNT_CAP index entries plus the cancelled ones.
-        "failed": capped_count(FailedExecution.objects.exclude(exception_class=CANCELLED_CLASS)),
-        "cancelled": capped_count(FailedExecution.objects.filter(exception_class=CANCELLED_CLASS)),
-        "finished": capped_count(queryset.filter(finished_at__isnull=False)),
+        state.name: capped_count(
+            state.rows() if state.relation else Job.objects.filter(state.job_condition())
+        )
+        for state in states.all_states()
     }
 
 
 def listing_for(job: Job) -> Listing | None:
-    state = {"ready": "pending", "claimed": "in-progress"}.get(job.state, job.state)
-    if state == "failed" and job.failed_execution.exception_class == CANCELLED_CLASS:
-        state = "cancelled"
+    state = job.state
+    if state == states.FAILED and job.failed_execution.exception_class == CANCELLED_CLASS:
+        state = states.CANCELLED
     return LISTINGS.get(state)
 
 

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Q
 from django.utils import timezone
 
-import steady_queue
 from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import FailedExecution, Process, RecurringTask
 
@@ -26,7 +25,7 @@ class ProcessState:
 
 def process_states(now: datetime | None = None) -> list[ProcessState]:
     """Every registered process with its queues and whether its heartbeat is recent."""
-    threshold = (now or timezone.now()) - steady_queue.process_alive_threshold
+    now = now or timezone.now()
     rows = Process.objects.values_list("kind", "name", "metadata", "last_heartbeat_at")
     return [
         ProcessState(
@@ -34,7 +33,7 @@ def process_states(now: datetime | None = None) -> list[ProcessState]:
             name,
             tuple(_queues(metadata)),
             heartbeat,
-            heartbeat >= threshold,
+            Process.heartbeat_is_alive(heartbeat, now),
         )
         for kind, name, metadata, heartbeat in rows.order_by("kind", "pk")
     ]
@@ -70,9 +69,8 @@ def failure_counts(window: timedelta, baseline: timedelta) -> tuple[int, int]:
 
 def scheduler_running() -> bool:
     """Whether a scheduler process is alive (recurring tasks run only then)."""
-    threshold = timezone.now() - steady_queue.process_alive_threshold
     processes = Process.objects.filter(kind=Process.Kind.SCHEDULER)
-    return processes.filter(last_heartbeat_at__gte=threshold).exists()
+    return processes.filter(Process.alive_condition()).exists()
 
 
 def recurring_enabled() -> bool:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.utils import timezone
-
-import steady_queue
 from steady_queue.models import ClaimedExecution, Process
 
 
@@ -18,8 +15,7 @@ class ProcessNode:
 
     @property
     def is_stale(self) -> bool:
-        threshold = timezone.now() - steady_queue.process_alive_threshold
-        return self.process.last_heartbeat_at < threshold
+        return not self.process.is_alive()
 
 
 def process_tree() -> list[ProcessNode]:

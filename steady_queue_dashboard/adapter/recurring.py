@@ -10,8 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from steady_queue.arguments import DeserializationError
 from steady_queue.compat import InvalidTask
 from steady_queue.exceptions import JobStateError
-from steady_queue.models import RecurringExecution, RecurringTask
-from steady_queue.models.job_executable import EXECUTION_RELATIONS
+from steady_queue.models import RecurringExecution, RecurringTask, states
 
 from .actions import Outcome
 
@@ -35,7 +34,7 @@ def find_recurring_task(key: str) -> RecurringTask | None:
 def recurring_runs(task: RecurringTask, limit: int = 25) -> list[RecurringExecution]:
     """Return the latest runs of ``task`` with their jobs' current state loaded."""
     runs = RecurringExecution.objects.filter(task_key=task.key)
-    related = [f"job__{relation}" for relation in EXECUTION_RELATIONS]
+    related = [f"job__{relation}" for relation in states.relations()]
     return list(runs.select_related("job", *related).order_by("-run_at")[:limit])
 
 

@@ -10,7 +10,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from steady_queue.exceptions import DependencyFailed
-from steady_queue.models import Job, WorkflowDependency, WorkflowRun, WorkflowStep
+from steady_queue.models import Job, WorkflowDependency, WorkflowRun, WorkflowStep, states
 
 from ..group_progress import ProgressBar
 
@@ -34,27 +34,23 @@ class StepState:
 STEP_STATES = {
     state.name: state
     for state in [
-        StepState("waiting", _("waiting for upstream steps"), "…"),
-        StepState("scheduled", _("scheduled"), "◷"),
-        StepState("ready", _("ready"), "○"),
-        StepState("blocked", _("blocked (concurrency)"), "◌"),
-        StepState("throttled", _("throttled (rate limit)"), "◌"),
-        StepState("running", _("running"), "▶"),
+        StepState(states.WAITING, _("waiting for upstream steps"), "…"),
+        StepState(states.SCHEDULED, _("scheduled"), "◷"),
+        StepState(states.READY, _("ready"), "○"),
+        StepState(states.BLOCKED, _("blocked (concurrency)"), "◌"),
+        StepState(states.THROTTLED, _("throttled (rate limit)"), "◌"),
+        StepState(states.RUNNING, _("running"), "▶"),
         StepState("succeeded", _("succeeded"), "✓"),
-        StepState("failed", _("failed"), "✗"),
+        StepState(states.FAILED, _("failed"), "✗"),
         StepState("dependency-failed", _("not run: an upstream step failed"), "⊘"),
         StepState("discarded", _("discarded (job gone)"), "⌫"),
     ]
 }
 # The states that explain a stuck or failed run: drawn first when a column is collapsed.
 PROMINENT = ("failed", "discarded", "dependency-failed", "running")
-EXECUTION_STATES = (
-    ("claimed_execution", "running"),
-    ("ready_execution", "ready"),
-    ("scheduled_execution", "scheduled"),
-    ("blocked_execution", "blocked"),
-    ("throttled_execution", "throttled"),
-    ("waiting_execution", "waiting"),
+# Each kind but failed (read with its error): the relation to its table, and its state.
+EXECUTION_STATES = tuple(
+    (kind.relation, kind.name) for kind in states.kinds() if kind.name != states.FAILED
 )
 
 

@@ -21,6 +21,7 @@ from steady_queue.models import (
     WorkflowDependency,
     WorkflowRun,
     WorkflowStep,
+    states,
 )
 from steady_queue.models.workflow_progress import dependency_error
 
@@ -38,7 +39,12 @@ WORKFLOW = [
 FATES = [
     {},
     {"transform-2": "failed", "load": "dependency-failed", "report": "dependency-failed"},
-    {"transform-2": "ready", "transform-3": "ready", "load": "waiting", "report": "waiting"},
+    {
+        "transform-2": states.READY,
+        "transform-3": states.READY,
+        "load": states.WAITING,
+        "report": states.WAITING,
+    },
 ]
 ERROR = ("reports.exceptions.SourceUnavailable", "warehouse replica is read-only")
 CALLBACK = {"queue_name": "default", "priority": 0}
@@ -122,7 +128,7 @@ class GroupsFill:
                     name=name,
                     position=position,
                     run_if=run_if,
-                    waiting_for=waits if state == "waiting" else 0,
+                    waiting_for=waits if state == states.WAITING else 0,
                     outcome=outcomes[name],
                 )
             )
@@ -145,7 +151,7 @@ class GroupsFill:
             return []
         if state == "ready":
             return [ReadyExecution(**row)]
-        if state == "waiting":
+        if state == states.WAITING:
             return [WaitingExecution(**row)]
         if state == "dependency-failed":
             error = dependency_error(upstream)

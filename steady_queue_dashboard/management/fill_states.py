@@ -67,13 +67,7 @@ class StatesFill:
         error = {"exception_class": cls, "message": message, "traceback": traceback}
         job.attempts = [] if cancelled else [_attempt(started, failed_at, error)]
         return [
-            FailedExecution(
-                job=job,
-                exception_class=cls,
-                message=message,
-                backtrace=traceback,
-                created_at=failed_at,
-            )
+            FailedExecution(job=job, created_at=failed_at, **FailedExecution.error_fields(error))
         ]
 
     def _scheduled(self, job: Job) -> list:

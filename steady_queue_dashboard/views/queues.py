@@ -8,6 +8,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
+from steady_queue.models import states
+
 from .. import adapter, audit, charts, instances
 from ..access import guard
 from ..joblist import JobList
@@ -54,7 +56,7 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
         )
     params = request.GET.copy()
     params["queue"] = name
-    listing = LISTINGS["pending"]
+    listing = LISTINGS[states.READY]
     jobs = JobList(listing, params)
     context = {
         "queue": adapter.queue(name),

@@ -74,7 +74,7 @@ def test_inactive_staff_cannot_look():
 def test_staff_see_the_pages():
     client = client_for(user("staff"))
     assert client.get(DASHBOARD).status_code == 200
-    for status in ("pending", "scheduled", "in-progress", "blocked", "failed", "finished"):
+    for status in ("ready", "scheduled", "running", "blocked", "failed", "finished"):
         assert client.get(f"{DASHBOARD}{status}/").status_code == 200, status
 
 

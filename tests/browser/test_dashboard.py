@@ -177,7 +177,7 @@ def test_screenshots_of_the_main_screens(open_dashboard, screenshots):
         "overview": "/jobs/",
         "failed": "/jobs/failed/",
         "job": f"/jobs/{failed.pk}/",
-        "in-progress": "/jobs/in-progress/",
+        "in-progress": "/jobs/running/",
         "queues": "/jobs/queues/",
         "processes": "/jobs/processes/",
         "recurring": "/jobs/recurring/",

@@ -96,9 +96,9 @@ def test_a_masked_argument_never_appears_in_the_html(open_dashboard):
     # Fails (unexpected keyword) and stays failed, secret and all.
     failed = tasks.fail.using(queue_name="low").enqueue(password="hunter2-SECRET")
     run_ready_jobs(queues=["low"])
-    page = open_dashboard("/jobs/pending/")
+    page = open_dashboard("/jobs/ready/")
     paths = [
-        "/jobs/pending/",
+        "/jobs/ready/",
         f"/jobs/{plain.id}/",
         f"/jobs/{card.id}/",
         "/jobs/queues/default/",
@@ -116,7 +116,7 @@ def test_a_masked_argument_never_appears_in_the_html(open_dashboard):
         ("4111111111111111", 0),
         ("visible-arg", 1),
     ]:
-        page.goto(base + "/jobs/pending/")
+        page.goto(base + "/jobs/ready/")
         page.fill("#id_args", search)
         page.press("#id_args", "Enter")
         page.wait_for_load_state("networkidle")

@@ -60,8 +60,8 @@ def test_staff_with_the_permission_see_action_buttons(operator_client, jobs):
     "name,args,data",
     [
         ("job-retry", "failed", {}),
-        ("job-discard", "pending", {}),
-        ("job-cancel", "pending", {}),
+        ("job-discard", "ready", {}),
+        ("job-cancel", "ready", {}),
         ("job-dispatch", "scheduled", {}),
         ("job-release", "blocked", {}),
         ("jobs-retry", None, {"scope": "all", "confirmed": "1"}),
@@ -80,7 +80,7 @@ def test_staff_without_the_permission_cannot_act(viewer_client, jobs, name, args
         "job-release": [jobs.blocked.pk],
         "jobs-retry": ["failed"],
         "jobs-discard": ["failed"],
-        "jobs-cancel": ["pending"],
+        "jobs-cancel": ["ready"],
         "queue-pause": ["default"],
         "recurring-run": ["nightly"],
     }[name]

@@ -94,7 +94,7 @@ def test_cancel_asks_a_running_job_to_stop_and_its_page_says_so(admin_client, jo
         url("job-cancel", jobs.running.pk), confirm_form(asked), follow=True
     )
     assert "asked to stop" in response.content.decode()
-    assert state(jobs.running) == "claimed"  # until its task looks
+    assert state(jobs.running) == "running"  # until its task looks
     assert Job.objects.get(pk=jobs.running.pk).cancel_requested_at is not None
     html = admin_client.get(url("job-detail", jobs.running.pk)).content.decode()
     assert "cancel requested" in html
@@ -105,7 +105,7 @@ def test_cancel_all_matching_cancels_only_the_filtered_jobs(admin_client, db):
     cancelled = [
         Job.objects.get(pk=tasks.record.using(queue_name="low").enqueue(n).id) for n in range(3)
     ]
-    response = confirmed_post(admin_client, url("jobs-cancel", "pending"), {"queue": "low"})
+    response = confirmed_post(admin_client, url("jobs-cancel", "ready"), {"queue": "low"})
     assert "3 jobs were cancelled" in " ".join(messages_of(response))
     assert state(kept) == "ready"
     assert [state(job) for job in cancelled] == ["failed"] * 3
@@ -139,7 +139,7 @@ def test_discarding_a_running_job_is_refused(admin_client, jobs):
         url("job-discard", jobs.running.pk), confirm_form(asked), follow=True
     )
     assert "running job cannot be discarded" in response.content.decode()
-    assert state(jobs.running) == "claimed"
+    assert state(jobs.running) == "running"
 
 
 def test_an_action_on_a_vanished_job_says_so(admin_client, db):

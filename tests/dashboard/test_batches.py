@@ -158,7 +158,7 @@ def test_a_batch_page_shows_its_numbers_callbacks_and_jobs(admin_client):
     assert rows == [str(job.pk) for job in jobs]
     failed_row = html[html.index(f'id="job-row-{jobs[2].pk}"') :]
     assert '<span class="badge state-failed">failed</span>' in failed_row[:800]
-    for status in ("pending", "failed", "finished", "waiting"):
+    for status in ("ready", "failed", "finished", "waiting"):
         assert f'href="/jobs/{status}/?batch={opened.pk}"' in html
 
 

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.django_db
 
 # Every list offering a destructive action, with that action.
 DESTRUCTIVE = [
-    ("pending", "cancel"),
-    ("pending", "discard"),
+    ("ready", "cancel"),
+    ("ready", "discard"),
     ("scheduled", "cancel"),
     ("scheduled", "discard"),
     ("blocked", "cancel"),
@@ -40,7 +40,7 @@ _keys = itertools.count(5000)
 
 def make(status: str, count: int, queue: str = "default") -> list[int]:
     """``count`` jobs in ``status`` on ``queue``, made through the engine; their ids."""
-    if status == "pending":
+    if status == "ready":
         results = [tasks.record.using(queue_name=queue).enqueue(n) for n in range(count)]
     elif status == "scheduled":
         later = tasks.record.using(queue_name=queue, run_after=timedelta(hours=1))
@@ -152,15 +152,15 @@ def test_the_confirmation_acts_on_the_ids_it_showed_not_on_ids_added_to_it(admin
 
 def test_a_selection_is_not_widened_by_a_filter_that_moved_on(admin_client):
     """The confirmation acts on its ids, not on whatever the filter matches by then."""
-    chosen = make("pending", 2, queue="low")
+    chosen = make("ready", 2, queue="low")
     before = snapshot()
     html = admin_client.post(
-        url("jobs-cancel", "pending"), {"scope": "selected", "queue": "low", "ids": chosen}
+        url("jobs-cancel", "ready"), {"scope": "selected", "queue": "low", "ids": chosen}
     ).content.decode()
     form = confirm_form(html)
     assert form["queue"] == ["low"] and form["scope"] == ["selected"]
-    make("pending", 1, queue="low")  # a new job the operator never saw
-    admin_client.post(url("jobs-cancel", "pending"), form)
+    make("ready", 1, queue="low")  # a new job the operator never saw
+    admin_client.post(url("jobs-cancel", "ready"), form)
     assert changed(before) == set(chosen)
     assert Job.objects.filter(queue_name="low", ready_execution__isnull=False).count() == 1
 
@@ -280,7 +280,7 @@ def test_the_question_reads_a_bounded_number_of_queries(
     admin_client, scope, django_assert_max_num_queries
 ):
     ids = make("failed", 30)
-    make("pending", 5)
+    make("ready", 5)
     data = {"scope": scope, "ids": ids} if scope == "selected" else {"scope": "all"}
     # Session and user (2), then selected: the ids still listed (1); all: the count and
     # the first ids (2). None per job listed.

@@ -33,7 +33,7 @@ def pages(evil_jobs) -> list[str]:
     return [
         reverse("steady_queue_dashboard:job-list", args=["failed"]),
         reverse("steady_queue_dashboard:job-list", args=["finished"]),
-        reverse("steady_queue_dashboard:job-list", args=["pending"]),
+        reverse("steady_queue_dashboard:job-list", args=["ready"]),
         reverse("steady_queue_dashboard:job-detail", args=[evil_jobs["failed"].pk]),
         reverse("steady_queue_dashboard:job-detail", args=[evil_jobs["finished"].pk]),
         reverse("steady_queue_dashboard:queue-list"),

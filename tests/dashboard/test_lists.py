@@ -40,14 +40,14 @@ def test_failed_jobs_filtered_by_task_queue_and_error(admin_client):
 def test_pending_jobs_filtered_by_priority(admin_client):
     high = tasks.record.using(priority=10).enqueue(1)
     tasks.record.enqueue(2)
-    assert listed(admin_client, "pending", "?priority=10") == [int(high.id)]
+    assert listed(admin_client, "ready", "?priority=10") == [int(high.id)]
 
 
 def test_pending_jobs_are_listed_in_the_order_workers_take_them(admin_client):
     low = tasks.record.using(priority=-5).enqueue(1)
     first = tasks.record.enqueue(2)
     high = tasks.record.using(priority=50).enqueue(3)
-    assert listed(admin_client, "pending") == ids([high, first, low])
+    assert listed(admin_client, "ready") == ids([high, first, low])
 
 
 def test_finished_jobs_filtered_by_period(admin_client):
@@ -111,7 +111,7 @@ def test_argument_search(admin_client, search, expected):
         "positional bool": tasks.record.enqueue(True),
         "no match": tasks.record.enqueue(142, account_id=420),
     }
-    found = listed(admin_client, "pending", "?" + _query(args=search))
+    found = listed(admin_client, "ready", "?" + _query(args=search))
     by_id = {int(result.id): label for label, result in labelled.items()}
     # A bare value also matches its text form ("42" the string for 42 the number).
     assert {by_id[pk] for pk in found} >= set(expected)
@@ -122,13 +122,13 @@ def test_argument_search_matches_model_instances_by_primary_key(admin_client):
     account = Account.objects.create(pk=42, name="Ada")
     wanted = tasks.record.enqueue(account)
     tasks.record.enqueue(7)
-    assert listed(admin_client, "pending", "?args=42") == [int(wanted.id)]
+    assert listed(admin_client, "ready", "?args=42") == [int(wanted.id)]
 
 
 def test_invalid_argument_search_is_reported(admin_client):
     tasks.record.enqueue(1)
     html = admin_client.get(
-        reverse("steady_queue_dashboard:job-list", args=["pending"]) + "?args=x%3D"
+        reverse("steady_queue_dashboard:job-list", args=["ready"]) + "?args=x%3D"
     )
     assert "Give a value to search for" in html.content.decode()
 
@@ -137,7 +137,7 @@ def test_argument_search_reads_a_bounded_window_and_offers_to_continue(admin_cli
     monkeypatch.setattr(joblist, "SEARCH_WINDOW", 3)
     results = [tasks.record.enqueue(n) for n in range(7)]
     results.append(tasks.record.enqueue(3))
-    url = reverse("steady_queue_dashboard:job-list", args=["pending"])
+    url = reverse("steady_queue_dashboard:job-list", args=["ready"])
     html = admin_client.get(url + "?args=3").content.decode()
     assert re.findall(r'id="job-row-(\d+)"', html) == []
     assert "Searched 3 jobs from here." in html
@@ -185,7 +185,7 @@ def test_keyset_pages_cover_every_row_once_in_both_directions(admin_client, monk
 
 def test_an_unreadable_cursor_starts_from_the_first_page(admin_client):
     job = tasks.record.enqueue(1)
-    assert listed(admin_client, "pending", "?after=garbage!!") == [int(job.id)]
+    assert listed(admin_client, "ready", "?after=garbage!!") == [int(job.id)]
 
 
 def test_filters_are_kept_by_pagination_links(admin_client, monkeypatch):
@@ -193,13 +193,13 @@ def test_filters_are_kept_by_pagination_links(admin_client, monkeypatch):
     tasks.record.using(queue_name="low").enqueue(1)
     tasks.record.using(queue_name="low").enqueue(2)
     html = admin_client.get(
-        reverse("steady_queue_dashboard:job-list", args=["pending"]) + "?queue=low"
+        reverse("steady_queue_dashboard:job-list", args=["ready"]) + "?queue=low"
     )
     assert re.search(r'href="[^"]*queue=low[^"]*after=[^"]*"', html.content.decode())
 
 
 def test_in_progress_jobs_show_worker_and_progress(admin_client, jobs):
-    html = admin_client.get(reverse("steady_queue_dashboard:job-list", args=["in-progress"]))
+    html = admin_client.get(reverse("steady_queue_dashboard:job-list", args=["running"]))
     html = html.content.decode()
     assert "worker-1" in html and '<progress value="3" max="10"' in html and "p3" in html
 

@@ -41,7 +41,7 @@ def assert_no_secret(html: str) -> None:
 def test_keys_matching_patterns_are_masked_in_lists_and_detail(admin_client):
     job = enqueue_secrets()
     for page in [
-        url("job-list", "pending"),
+        url("job-list", "ready"),
         url("job-detail", job.pk),
         url("queue-detail", "default"),
     ]:
@@ -64,7 +64,7 @@ def test_a_task_masks_its_own_parameters_positional_or_keyword(admin_client):
     by_position = masked_tasks.charge.enqueue("4111111111111111", 10)
     by_name = masked_tasks.charge.enqueue(card_number="4111111111111111", amount=12)
     for page in [
-        url("job-list", "pending"),
+        url("job-list", "ready"),
         url("job-detail", by_position.id),
         url("job-detail", by_name.id),
     ]:
@@ -76,7 +76,7 @@ def test_a_task_masks_its_own_parameters_positional_or_keyword(admin_client):
 def test_the_argument_search_never_finds_a_masked_value(admin_client):
     enqueue_secrets()
     masked_tasks.charge.enqueue("4111111111111111", 10)
-    listing = url("job-list", "pending")
+    listing = url("job-list", "ready")
 
     def rows(search: str) -> int:
         html = admin_client.get(listing, {"args": search}).content.decode()
@@ -126,7 +126,7 @@ def test_patterns_and_masked_arguments_come_from_the_setting(admin_client):
     with override_settings(STEADY_QUEUE_DASHBOARD=dashboard):
         html = admin_client.get(url("job-detail", result.id)).content.decode()
         assert "1234-VISIBLE?" not in html and "998877" not in html and "pw-shown" in html
-        search = admin_client.get(url("job-list", "pending"), {"args": "account_id=998877"})
+        search = admin_client.get(url("job-list", "ready"), {"args": "account_id=998877"})
         assert 'id="job-row-' not in search.content.decode()
     html = admin_client.get(url("job-detail", result.id)).content.decode()
     assert "pw-shown" not in html and "998877" in html
@@ -158,7 +158,7 @@ def test_a_search_on_a_masked_keyword_can_be_described_without_its_value():
 
 def test_an_action_on_a_masked_search_never_echoes_the_secret(admin_client):
     enqueue_secrets()
-    action = url("jobs-discard", "pending")
+    action = url("jobs-discard", "ready")
     data = {"scope": "all", "args": "password=hunter2-SECRET"}
     confirm = admin_client.post(action, data, HTTP_HX_REQUEST="true").content.decode()
     assert "No job matches" in confirm and f"password={MASK}" in confirm

@@ -8,9 +8,9 @@ from django.urls import reverse
 pytestmark = pytest.mark.django_db
 
 STATUSES = [
-    "pending",
+    "ready",
     "scheduled",
-    "in-progress",
+    "running",
     "blocked",
     "throttled",
     "waiting",

@@ -39,8 +39,8 @@ SIZES = {
 }
 
 EXPECTED = {
-    ("pending", ""): "sq_poll_all",
-    ("pending", "queue=low"): "sq_poll_by_queue",
+    ("ready", ""): "sq_poll_all",
+    ("ready", "queue=low"): "sq_poll_by_queue",
     ("scheduled", ""): "sq_dispatch_all",
     ("blocked", ""): "sq_blocked_release",
     ("throttled", ""): "sq_throttled_release",
@@ -57,7 +57,7 @@ EXPECTED = {
 # by what the workers keep up with; the failed and finished lists are the big ones. The
 # few hundred throttled jobs here are sorted in memory too.
 SORTED_IN_MEMORY_ON_MARIADB = {
-    ("pending", ""),
+    ("ready", ""),
     ("scheduled", ""),
     ("blocked", ""),
     ("throttled", ""),

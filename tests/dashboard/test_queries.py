@@ -35,9 +35,9 @@ BUDGET = {
     "audit": 3,
     "tasks": 6,  # the window's sums, the sparklines' hours, and the queue names (2)
     # One count per status tab (9), the page, and the session, user and queue names.
-    "pending": 14,
+    "ready": 14,
     "scheduled": 14,
-    "in-progress": 14,
+    "running": 14,
     "blocked": 14,
     "throttled": 14,
     "waiting": 14,
@@ -88,7 +88,7 @@ def test_page_query_count_is_bounded(admin_client, many, page, django_assert_max
         assert admin_client.get(url).status_code == 200
 
 
-@pytest.mark.parametrize("page", ["failed", "overview", "in-progress"])
+@pytest.mark.parametrize("page", ["failed", "overview", "running"])
 def test_fragment_query_count_is_bounded(admin_client, many, page, django_assert_max_num_queries):
     url = page_urls(many)[page]
     with django_assert_max_num_queries(BUDGET[page]):

@@ -86,9 +86,9 @@ def test_throttled_jobs_are_counted_in_the_tabs_and_on_the_overview(admin_client
     throttled_for(2, extra=1)
     assert ThrottledExecution.objects.count() == 4
 
-    tabs = page(admin_client, "job-list", "pending")
+    tabs = page(admin_client, "job-list", "ready")
     assert re.search(r'href="/jobs/throttled/">Throttled <span class="count">4</span>', tabs)
-    assert re.search(r'href="/jobs/pending/"[^>]*>Pending <span class="count">4</span>', tabs)
+    assert re.search(r'href="/jobs/ready/"[^>]*>Ready <span class="count">4</span>', tabs)
     overview = page(admin_client, "overview")
     card = overview[overview.index('class="card status-throttled"') :]
     assert re.match(r'[^>]*>\s*<span class="card-value">4</span>', card)
@@ -117,7 +117,7 @@ def test_within_a_window_jobs_are_listed_in_the_order_they_will_be_released(admi
 
 def test_other_lists_have_no_rate_limit_key_filter(admin_client):
     throttled_for(1)
-    html = page(admin_client, "job-list", "pending", query="?key=account-1")
+    html = page(admin_client, "job-list", "ready", query="?key=account-1")
     assert "Rate limit key" not in html
     assert html.count('id="job-row-') == 2  # the parameter is not a filter there
 

@@ -115,7 +115,7 @@ def test_pages_answer_without_use_tz(admin_client, settings):
     pages = ["overview", "queue-list", "process-list", "recurring-list", "concurrency"]
     pages += ["rate-limits", "batch-list", "workflow-list"]
     pages += ["audit-log", "error-groups"]
-    statuses = ["pending", "scheduled", "in-progress", "blocked", "throttled", "failed"]
+    statuses = ["ready", "scheduled", "running", "blocked", "throttled", "failed"]
     statuses += ["waiting", "finished"]
     for page in (
         [url(name) for name in pages]

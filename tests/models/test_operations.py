@@ -70,7 +70,10 @@ def test_a_running_job_cannot_be_discarded():
 def test_a_finished_job_cannot_be_discarded():
     result = foundation_tasks.noop.enqueue()
     run_ready_jobs()
-    with pytest.raises(JobStateError, match="finished: only pending jobs"):
+    with pytest.raises(
+        JobStateError,
+        match="finished: only ready, scheduled, blocked, throttled, waiting or failed jobs",
+    ):
         job(result).discard()
 
 

@@ -54,7 +54,7 @@ def test_the_jobs_command_refuses_a_huge_older_than_and_changes_nothing():
                 "steady_queue_jobs",
                 action,
                 "--status",
-                "pending",
+                "ready",
                 "--older-than",
                 "3000000d",
                 "--yes",

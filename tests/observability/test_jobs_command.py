@@ -82,12 +82,10 @@ def test_older_than_compares_when_the_job_failed(failed):
 
 
 def test_discard_needs_a_status_and_its_dry_run_changes_nothing(failed):
-    with pytest.raises(CommandError, match="discard applies to pending or scheduled or blocked"):
+    with pytest.raises(CommandError, match="discard applies to ready or scheduled or blocked"):
         jobs("discard")
     before = states()
-    assert (
-        jobs("discard", "--status", "pending").lines[0] == "Dry run: would discard 1 pending job."
-    )
+    assert jobs("discard", "--status", "ready").lines[0] == "Dry run: would discard 1 ready job."
     assert states() == before
 
 
@@ -110,7 +108,7 @@ def test_dispatch_makes_scheduled_jobs_ready(failed):
 
 def test_retry_refuses_other_statuses(failed):
     with pytest.raises(CommandError, match="retry applies to failed or cancelled jobs"):
-        jobs("retry", "--status", "pending")
+        jobs("retry", "--status", "ready")
 
 
 def test_error_filter_needs_failed_jobs(failed):
@@ -121,19 +119,19 @@ def test_error_filter_needs_failed_jobs(failed):
 def test_cancel_is_a_dry_run_until_yes_then_ends_the_jobs_cancelled_and_is_audited(failed):
     [pending] = [pk for pk, state in states().items() if state == "ready"]
     before = states()
-    result = jobs("cancel", "--status", "pending")
-    assert result.lines[0] == "Dry run: would cancel 1 pending job."
+    result = jobs("cancel", "--status", "ready")
+    assert result.lines[0] == "Dry run: would cancel 1 ready job."
     assert result.lines[-1] == "Nothing was changed. Run again with --yes to cancel them."
     assert states() == before
     assert not AuditEntry.objects.exists()
 
-    result = jobs("cancel", "--status", "pending", "--yes")
-    assert result.lines == ["1 pending job cancelled.", f"Recorded in the audit log as {ACTOR}."]
+    result = jobs("cancel", "--status", "ready", "--yes")
+    assert result.lines == ["1 ready job cancelled.", f"Recorded in the audit log as {ACTOR}."]
     assert states() == {**before, pending: "failed"}
     error = FailedExecution.objects.get(job_id=pending)
     assert error.exception_class == "steady_queue.exceptions.JobCancelled"
     entry = AuditEntry.objects.get()
-    assert (entry.action, entry.target, entry.affected) == ("cancel all", "pending jobs", 1)
+    assert (entry.action, entry.target, entry.affected) == ("cancel all", "ready jobs", 1)
     assert entry.details["source"] == "manage.py steady_queue_jobs"
 
 
@@ -141,19 +139,17 @@ def test_cancel_asks_running_jobs_to_stop(failed):
     worker = Process.objects.create(kind="Worker", name="w", pid=4242, hostname="box")
     [claimed] = ReadyExecution.claim(["*"], 1, worker)
     assert (
-        jobs("cancel", "--status", "in-progress")
-        .lines[1]
-        .startswith("Running jobs are asked to stop")
+        jobs("cancel", "--status", "running").lines[1].startswith("Running jobs are asked to stop")
     )
     assert not Job.objects.filter(cancel_requested_at__isnull=False).exists()
-    result = jobs("cancel", "--status", "in-progress", "--yes")
-    assert result.lines[0].startswith("1 in-progress job cancelled. Running jobs are asked")
+    result = jobs("cancel", "--status", "running", "--yes")
+    assert result.lines[0].startswith("1 running job cancelled. Running jobs are asked")
     job = Job.objects.with_execution().get(pk=claimed.job_id)
-    assert job.state == "claimed" and job.cancel_requested()
+    assert job.state == "running" and job.cancel_requested()
 
 
 def test_cancel_needs_a_status_it_applies_to(failed):
-    with pytest.raises(CommandError, match="cancel applies to pending or scheduled or blocked"):
+    with pytest.raises(CommandError, match="cancel applies to ready or scheduled or running"):
         jobs("cancel", "--yes")
     with pytest.raises(CommandError, match="cancel applies to"):
         jobs("cancel", "--status", "failed", "--yes")
@@ -205,3 +201,13 @@ def test_discarding_throttled_jobs_from_the_command_line():
 
     assert result.lines[0] == "2 throttled jobs discarded."
     assert sorted(states().values()) == ["ready"] * 3
+
+
+@pytest.mark.parametrize(
+    ("old", "said"), [("pending", "1 ready job matches."), ("in-progress", "0 running jobs match.")]
+)
+def test_the_old_spellings_of_a_status_are_accepted_and_said_canonically(old, said):
+    tasks.noop.enqueue()
+    result = jobs("list", "--status", old)
+    assert result.code == 0
+    assert result.lines[0] == said

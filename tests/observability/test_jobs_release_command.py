@@ -79,7 +79,7 @@ def test_release_with_force_runs_them_over_the_limit_and_is_audited_as_such(bloc
 
 def test_release_applies_to_blocked_jobs_only(blocked):
     with pytest.raises(CommandError, match="release applies to blocked jobs"):
-        jobs("release", "--status", "pending")
+        jobs("release", "--status", "ready")
 
 
 def test_force_applies_to_release_only(blocked):

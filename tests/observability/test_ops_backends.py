@@ -112,11 +112,11 @@ def test_jobs_with_backend_act_on_that_database_only_and_are_audited_with_it():
 
 def test_jobs_refuse_a_queue_of_another_database():
     billing.invoice.using(queue_name="invoices").enqueue(1)
-    error = refused("steady_queue_jobs", "cancel", "--status", "pending", "--queue", "invoices")
+    error = refused("steady_queue_jobs", "cancel", "--status", "ready", "--queue", "invoices")
     assert "--backend billing" in str(error)
-    arguments = ["cancel", "--status", "pending", "--queue", "invoices", "--yes"]
+    arguments = ["cancel", "--status", "ready", "--queue", "invoices", "--yes"]
     result = run_command("steady_queue_jobs", *arguments, "--backend", "billing")
-    assert result.lines[0] == "1 pending job in queue invoices cancelled."
+    assert result.lines[0] == "1 ready job in queue invoices cancelled."
     assert states("billing") == ["failed"]
 
 

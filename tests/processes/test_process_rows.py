@@ -117,7 +117,7 @@ def test_progress_is_readable_while_a_worker_runs_the_job(start_supervisor):
 
     def progress_while_running():
         row = Job.objects.with_execution().get(pk=job.id)
-        return row.state == "claimed" and row.progress and row.progress["current"] >= 2
+        return row.state == "running" and row.progress and row.progress["current"] >= 2
 
     wait_until(progress_while_running, what="progress of a running job")
     all_finished([job])

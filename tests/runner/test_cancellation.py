@@ -70,7 +70,9 @@ def test_finished_and_failed_jobs_cannot_be_cancelled():
     done = tasks.noop.enqueue()
     run_ready_jobs()
     job = Job.objects.get(pk=done.id)
-    with pytest.raises(JobStateError, match="only pending, scheduled, blocked or running"):
+    with pytest.raises(
+        JobStateError, match="only ready, scheduled, running, blocked, throttled or waiting"
+    ):
         job.cancel()
     assert Job.objects.filter(pk=done.id).cancel_all() == 0
 

@@ -172,7 +172,7 @@ def test_claims_link_job_and_claim_without_refetching(store, process):
 
     with CaptureQueriesContext(connections["default"]) as queries:
         assert claimed.job.claimed_execution is claimed
-        assert claimed.job.state == "claimed"
+        assert claimed.job.state == "running"
     assert len(queries) == 0
 
 

@@ -377,7 +377,7 @@ def test_inside_a_callers_transaction_the_slot_is_handed_on_too(store, process):
     assert [c.job_id for c in finished.claimed] == [second.pk]
     assert not BlockedExecution.objects.exists()
     assert Job.objects.filter(finished_at__isnull=False).count() == 1
-    assert state_of(second) == "claimed"
+    assert state_of(second) == "running"
     if type(store).__name__ == "MysqlStorage":
         # A script cannot run inside a transaction: the portable hand-on ran.
         assert not [q for q in queries if q["sql"].startswith("START TRANSACTION")]

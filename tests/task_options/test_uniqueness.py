@@ -211,7 +211,7 @@ def test_the_key_is_held_while_the_job_is_scheduled_blocked_or_running():
 
     running = tasks.sync_account.enqueue(4)
     storage.claim(["*"], 10, None)
-    assert Job.objects.get(pk=running.id).state == "claimed"
+    assert Job.objects.get(pk=running.id).state == "running"
     assert tasks.sync_account.enqueue(4).id == running.id
 
 

@@ -7,9 +7,10 @@ import argparse
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.exceptions import CANCELLED_CLASS
+from steady_queue.models import states
 from steady_queue.ops import audit, backends, jobs
 from steady_queue.ops.durations import argument as duration
-from steady_queue.ops.selection import STATUSES, JobSelection, SelectionError
+from steady_queue.ops.selection import JobSelection, SelectionError
 
 # Rows a dry run shows of what it would change; rows ``list`` shows unless --limit.
 PREVIEW_ROWS = 10
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "action", choices=["list", "retry", "discard", "cancel", "dispatch", "release"]
         )
-        parser.add_argument("--status", choices=list(STATUSES), help="Only jobs in this status.")
+        _status_argument(parser)
         parser.add_argument(
             "--task", action="append", default=[], metavar="PATH", help="Task path (repeatable)."
         )
@@ -123,7 +124,7 @@ class Command(BaseCommand):
         matching = selection.jobs()
         count = matching.count()
         self.stdout.write(f"Dry run: would {name} {selection.describe(count)}{terms}.")
-        if name == "cancel" and selection.status == "in-progress":
+        if name == "cancel" and selection.status == states.RUNNING:
             self.stdout.write(ASKED_TO_STOP)
         self._rows(matching, PREVIEW_ROWS)
         self.stdout.write(f"Nothing was changed. Run again with --yes to {name} them.")
@@ -150,7 +151,7 @@ class Command(BaseCommand):
         message = f"{selection.describe(done[0])} {action.past_tense}."
         if action.method == "release_all":
             message += _still_blocked(selection)
-        if name == "cancel" and selection.status == "in-progress":
+        if name == "cancel" and selection.status == states.RUNNING:
             message += f" {ASKED_TO_STOP}"
         self.stdout.write(message[0].upper() + message[1:])
         self._audit(name, selection, done[0], True, message, force)
@@ -187,6 +188,16 @@ class Command(BaseCommand):
             self.stdout.write(_row(job))
         if rows:
             self.stdout.write(f"({len(rows)} shown, newest first)")
+
+
+def _status_argument(parser) -> None:
+    parser.add_argument(
+        "--status",
+        # The old spellings (pending, in-progress) still work: scripts keep running.
+        choices=states.words(accepting_aliases=True),
+        metavar="{" + ",".join(states.words()) + "}",
+        help="Only jobs in this status.",
+    )
 
 
 def _release_terms(name: str, force: bool) -> str:
@@ -227,6 +238,6 @@ def _row(job) -> str:
     failed = getattr(job, "failed_execution", None) if job.finished_at is None else None
     error = f"  {failed.exception_class}: {failed.message}"[:120] if failed else ""
     cancelled = failed is not None and failed.exception_class == CANCELLED_CLASS
-    state = "cancelled" if cancelled else job.state
+    state = states.CANCELLED if cancelled else job.state
     enqueued = job.created_at.isoformat(timespec="seconds")
     return f"{job.pk:>10}  {state:<9}  {job.queue_name:<12}  {job.task_path}  {enqueued}{error}"

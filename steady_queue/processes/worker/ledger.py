@@ -13,9 +13,9 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from ...runner import deadlines
 from ...models import ClaimedExecution, Process
 from ...models.claimed_finish import OutcomeNotRecorded
+from ...runner import deadlines
 from .recycling import Recycling
 
 logger = logging.getLogger("steady_queue.processes")

@@ -38,6 +38,7 @@ from steady_queue.models import (
     ScheduledExecution,
     ThrottledExecution,
     WaitingExecution,
+    states,
 )
 
 from ..fill_groups import GroupsFill
@@ -54,6 +55,16 @@ TASKS = [
     "sync.tasks.pull_crm_contacts",
 ]
 QUEUES = ["default", "real_time", "background", "low", "mailers"]
+# Jobs made per state by default (its --<state> option), in the order they are made.
+STATE_SIZES = {
+    states.FINISHED: 1_000_000,
+    states.FAILED: 100_000,
+    states.SCHEDULED: 100_000,
+    states.READY: 10_000,
+    states.BLOCKED: 1_000,
+    states.THROTTLED: 1_000,
+    states.RUNNING: 40,
+}
 
 
 class Command(StatesFill, GroupsFill, BaseCommand):
@@ -61,18 +72,16 @@ class Command(StatesFill, GroupsFill, BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sizes = [
-            ("finished", 1_000_000),
-            ("failed", 100_000),
-            ("scheduled", 100_000),
-            ("ready", 10_000),
-            ("blocked", 1_000),
-            ("throttled", 1_000),
-            ("claimed", 40),
+            *STATE_SIZES.items(),
             ("batches", 20),  # batches of jobs (steady_queue.batches), a few jobs each
             ("workflows", 3),  # workflow runs of 7 steps
         ]
         for name, default in sizes:
-            parser.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
+            # --claimed, the old spelling of --running, still works.
+            names = [f"--{name}", *(["--claimed"] if name == states.RUNNING else [])]
+            parser.add_argument(
+                *names, dest=name, type=int, default=default, help=f"default {default}"
+            )
         parser.add_argument(
             "--days", type=_days, default=7, help="spread finished jobs over (1 to 36500)"
         )
@@ -92,14 +101,12 @@ class Command(StatesFill, GroupsFill, BaseCommand):
         self.windows: set[str] = set()  # rate limit windows made so far, by key
         self.next_id = (Job.objects.aggregate(top=Max("pk"))["top"] or 0) + 1
         started = time.monotonic()
-        workers = self._processes(max(1, options["claimed"] // 10))
-        self._fill_finished(options["finished"], options["days"], options["template"])
-        self._fill("failed", options["failed"], self._failed)
-        self._fill("scheduled", options["scheduled"], self._scheduled)
-        self._fill("ready", options["ready"], self._ready)
-        self._fill("blocked", options["blocked"], self._blocked)
-        self._fill("throttled", options["throttled"], self._throttled)
-        self._fill("claimed", options["claimed"], self._claimed(workers))
+        workers = self._processes(max(1, options[states.RUNNING] // 10))
+        self._fill_finished(options[states.FINISHED], options["days"], options["template"])
+        builders = {states.RUNNING: self._claimed(workers)}
+        for state in list(STATE_SIZES)[1:]:
+            build = builders.get(state) or getattr(self, f"_{state}")
+            self._fill(state, options[state], build)
         self._fill_batches(options["batches"])
         self._fill_workflows(options["workflows"])
         self._recurring_tasks()
@@ -123,7 +130,7 @@ class Command(StatesFill, GroupsFill, BaseCommand):
         """Make up to ``template`` finished jobs, then copy them until there are ``count``."""
         first = self.next_id
         made = min(count, max(template, 1))
-        self._fill("finished", made, self._finished(days))
+        self._fill(states.FINISHED, made, self._finished(days))
         started = time.monotonic()
         copies = 0
         while made < count:
