@@ -14,14 +14,19 @@ from .. import db
 
 
 class QueueQuerySet(models.QuerySet):
-    def locked(self, *, skip_locked: bool = True) -> QueueQuerySet:
+    def locked(self, *, skip_locked: bool = True, only_self: bool = False) -> QueueQuerySet:
         """Lock the rows read, skipping rows others hold where the database can.
 
         Only inside a transaction (``db.atomic()``); without SKIP LOCKED (old MariaDB)
-        the lock waits instead.
+        the lock waits instead. ``skip_locked=False`` waits for the rows (a group's rows
+        locked in a fixed order, one row that must be seen as it is); ``only_self`` locks
+        this table's rows and not those of the tables joined in, where the database can
+        say so (``FOR UPDATE OF``).
         """
         features = connections[self.db].features
         skip = skip_locked and features.has_select_for_update_skip_locked
+        if only_self and features.has_select_for_update_of:
+            return self.select_for_update(skip_locked=skip, of=("self",))
         return self.select_for_update(skip_locked=skip)
 
 

@@ -156,7 +156,7 @@ def count_ends(ends: Mapping[int, tuple[int, int]]) -> None:
         )
         # A locking read: the newest counts, whatever the isolation level (MySQL's
         # REPEATABLE READ would show a plain read its snapshot).
-        batch = Batch.objects.select_for_update().filter(pk=batch_id).first()
+        batch = Batch.objects.filter(pk=batch_id).locked(skip_locked=False).first()
         if batch is not None and batch.is_complete and not batch.is_finished:
             batch._finish()
 

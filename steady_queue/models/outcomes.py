@@ -125,7 +125,7 @@ def _cancel_requested_now(job: Job) -> bool:
     that it is either seen here or finds the job ended (and the claim path fails a job
     whose cancel was asked for: it never runs again).
     """
-    rows = type(job).objects.filter(pk=job.pk).select_for_update()
+    rows = type(job).objects.filter(pk=job.pk).locked(skip_locked=False)
     return rows.values_list("cancel_requested_at", flat=True).first() is not None
 
 

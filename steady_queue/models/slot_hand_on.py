@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -99,12 +98,7 @@ class SlotHandOn:
 
 def _locked(relation):
     """Lock the blocked row only (not its job's) where the database can say so."""
-    features = connections[relation.db].features
-    if features.has_select_for_update_of:
-        return relation.select_for_update(
-            skip_locked=features.has_select_for_update_skip_locked, of=("self",)
-        )
-    return relation.locked()
+    return relation.locked(only_self=True)
 
 
 def _polls(entry: str, queue_name: str) -> bool:

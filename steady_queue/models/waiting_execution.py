@@ -58,7 +58,7 @@ class WaitingExecution(
         ids = sorted(set(job_ids))
         if not ids:
             return []
-        rows = cls.objects.filter(job_id__in=ids).order_by("job_id").select_for_update()
+        rows = cls.objects.filter(job_id__in=ids).order_by("job_id").locked(skip_locked=False)
         taken = list(rows.values_list("job_id", flat=True))
         if taken:
             cls.objects.filter(job_id__in=taken).delete()

@@ -97,7 +97,7 @@ def _tell_dependents(outcomes: Mapping[int, str]) -> dict[int, str]:
     if candidates:
         # A locking read: the newest counts, whatever the isolation level.
         free = WorkflowStep.objects.filter(pk__in=candidates, waiting_for__lte=0)
-        due = WaitingExecution.take(free.select_for_update().values_list("pk", flat=True))
+        due = WaitingExecution.take(free.locked(skip_locked=False).values_list("pk", flat=True))
         if due:
             Job.prepare_all_for_execution(Job.objects.filter(pk__in=due).order_by("pk"))
     return dict.fromkeys(failed, FAILED)
