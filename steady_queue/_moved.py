@@ -59,6 +59,22 @@ MOVED = {
     "steady_queue.storage.sqlite_grouped": "steady_queue.storage.sqlite.grouped",
     "steady_queue.storage.sqlite_hand_on": "steady_queue.storage.sqlite.hand_on",
     "steady_queue.storage.sqlite_values": "steady_queue.storage.sqlite.values",
+    # The job's mixins and the execution tables with their finish: two packages of models.
+    "steady_queue.models.job_cancellation": "steady_queue.models.job.cancellation",
+    "steady_queue.models.job_clearable": "steady_queue.models.job.clearable",
+    "steady_queue.models.job_concurrency": "steady_queue.models.job.concurrency",
+    "steady_queue.models.job_executable": "steady_queue.models.job.executable",
+    "steady_queue.models.job_groups": "steady_queue.models.job.groups",
+    "steady_queue.models.job_operations": "steady_queue.models.job.operations",
+    "steady_queue.models.job_rate_limited": "steady_queue.models.job.rate_limited",
+    "steady_queue.models.job_retryable": "steady_queue.models.job.retryable",
+    "steady_queue.models.job_unique": "steady_queue.models.job.unique",
+    "steady_queue.models.throttled_execution": "steady_queue.models.execution.throttled",
+    "steady_queue.models.waiting_execution": "steady_queue.models.execution.waiting",
+    "steady_queue.models.claimed_finish": "steady_queue.models.execution.claimed_finish",
+    "steady_queue.models.claimed_lifecycle": "steady_queue.models.execution.claimed_lifecycle",
+    "steady_queue.models.outcomes": "steady_queue.models.execution.outcomes",
+    "steady_queue.models.slot_hand_on": "steady_queue.models.execution.slot_hand_on",
 }
 
 

@@ -27,7 +27,7 @@ from .compat import (
 )
 from .models import Job
 from .models.attempt import Attempt
-from .models.claimed_lifecycle import failed_by_crash
+from .models.execution.claimed_lifecycle import failed_by_crash
 from .observability import log
 
 

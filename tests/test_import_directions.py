@@ -344,7 +344,7 @@ def test_the_check_sees_each_kind_of_upward_import(tmp_path, source):
         "def f():\n    from .backend import SteadyQueueBackend",
         "from . import storage",
         "from .processes.errors import ProcessExitError",
-        "import steady_queue.models.claimed_finish",
+        "import steady_queue.models.execution.claimed_finish",
         "from .runner.perform import perform",
     ],
 )

@@ -20,7 +20,7 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
-from steady_queue.models.claimed_finish import Failure
+from steady_queue.models.execution.claimed_finish import Failure
 from tests.tasks import cancelling
 
 pytestmark = [

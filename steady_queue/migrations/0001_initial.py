@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import steady_queue.models.job_executable
+import steady_queue.models.job.executable
 from django.db import migrations, models
 
 
@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                 'db_table': 'steady_queue_jobs',
                 'permissions': [('manage_jobs', 'Can run Steady Queue dashboard actions')],
             },
-            bases=(steady_queue.models.job_executable.Executable, models.Model),
+            bases=(steady_queue.models.job.executable.Executable, models.Model),
         ),
         migrations.CreateModel(
             name='Pause',

@@ -7,6 +7,8 @@ from .execution import (
     ReadyExecution,
     ScheduledExecution,
 )
+from .execution.throttled import ThrottledExecution
+from .execution.waiting import WaitingExecution
 from .job import Job
 from .pause import Pause
 from .process import Process
@@ -15,9 +17,7 @@ from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
 from .semaphore import Semaphore
 from .task_rollup import TaskRollup
-from .throttled_execution import ThrottledExecution
 from .unique_lock import UniqueLock
-from .waiting_execution import WaitingExecution
 from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
 
 # Every execution table is loaded: a state word without its table fails here.

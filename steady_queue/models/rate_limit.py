@@ -211,7 +211,7 @@ def admit_all(jobs: list[Job]) -> list[Job]:
     wait, so that they keep their turn. Run inside the enqueue's (or dispatch's)
     transaction.
     """
-    from .throttled_execution import ThrottledExecution
+    from .execution.throttled import ThrottledExecution
 
     buckets = RateLimitBucket.locked_for(jobs, timezone.now())
     now = timezone.now()

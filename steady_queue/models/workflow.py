@@ -67,8 +67,8 @@ class WorkflowRun(QueueModel):
 
         The caller has checked the graph (names unique, upstreams known, no cycle).
         """
+        from .execution.waiting import WaitingExecution
         from .job import Job
-        from .waiting_execution import WaitingExecution
 
         with db.atomic():
             run = cls.objects.create(name=name, backend=backend, total=len(steps))

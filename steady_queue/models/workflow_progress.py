@@ -74,8 +74,8 @@ def _store(outcomes: Mapping[int, str], return_values: Mapping[int, Any]) -> Non
 
 def _tell_dependents(outcomes: Mapping[int, str]) -> dict[int, str]:
     """Count down or fail the dependents of steps that ended; return the steps failed."""
+    from .execution.waiting import WaitingExecution
     from .job import Job
-    from .waiting_execution import WaitingExecution
 
     links = WorkflowDependency.objects.filter(upstream_id__in=list(outcomes)).values_list(
         "step_id", "upstream_id", "upstream__name", "step__run_if"
@@ -106,7 +106,7 @@ def _tell_dependents(outcomes: Mapping[int, str]) -> dict[int, str]:
 def _fail_waiting(doomed: Mapping[int, str]) -> list[int]:
     """Fail the still waiting steps of ``doomed`` with DependencyFailed; return which."""
     from .execution import FailedExecution
-    from .waiting_execution import WaitingExecution
+    from .execution.waiting import WaitingExecution
 
     taken = WaitingExecution.take(doomed)
     if not taken:
@@ -128,8 +128,8 @@ def steps_reopened(job_ids: Iterable[int]) -> set[int]:
     the retried steps left waiting. A dependent that already ran is left as it is.
     """
     from .execution import FailedExecution
+    from .execution.waiting import WaitingExecution
     from .job import Job
-    from .waiting_execution import WaitingExecution
 
     retried = set(WorkflowStep.objects.filter(pk__in=list(job_ids)).values_list("pk", flat=True))
     if not retried:

@@ -18,7 +18,7 @@ from ..models import (
     Semaphore,
     ThrottledExecution,
 )
-from ..models.throttled_execution import repair_forgotten
+from ..models.execution.throttled import repair_forgotten
 from . import listener
 from .poller import Poller
 

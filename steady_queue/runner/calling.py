@@ -18,7 +18,7 @@ from asgiref.sync import iscoroutinefunction
 from .. import arguments, storage
 from ..compat import TaskContext, TaskResult, normalize_json
 from ..models import ClaimedExecution
-from ..models.claimed_finish import Failure
+from ..models.execution.claimed_finish import Failure
 from ..task_options import timeouts
 from . import deadlines
 

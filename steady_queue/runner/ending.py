@@ -8,7 +8,7 @@ import threading
 from ..compat import TaskResult, task_finished
 from ..exceptions import RescheduleJob
 from ..models import Job
-from ..models.claimed_finish import Failure, Outcome, Reschedule, Success, Throttle
+from ..models.execution.claimed_finish import Failure, Outcome, Reschedule, Success, Throttle
 from ..observability.log import job_fields
 from ..results import result_for, task_for
 from . import cancellation

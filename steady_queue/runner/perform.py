@@ -19,7 +19,7 @@ from ..compat import TaskResult, task_started
 from ..exceptions import RescheduleJob
 from ..models import ClaimedExecution
 from ..models.attempt import error_details
-from ..models.claimed_finish import Failure, Outcome, Success
+from ..models.execution.claimed_finish import Failure, Outcome, Success
 from ..observability import tracing
 from ..results import result_for, task_for
 from . import calling, cancellation, ending

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import steady_queue
 
 from ..models import ClaimedExecution, Job, ReadyExecution
-from ..models.claimed_finish import Outcome, Success
-from ..models.slot_hand_on import SlotHandOn
+from ..models.execution.claimed_finish import Outcome, Success
+from ..models.execution.slot_hand_on import SlotHandOn
 from . import finishing
 from .finish_group import FinishGroups, Finishing, Shape, claimed_along
 
@@ -43,7 +43,7 @@ class ClaimNext:
     ``allowed()`` is asked at most once, just before the claim, and only then: a
     worker that stops (or pauses its claims) in the meantime says no there. For a job
     with a concurrency limit the finish may ask it inside its transaction, to claim the
-    job the slot passes to (``models.slot_hand_on``).
+    job the slot passes to (``models.execution.slot_hand_on``).
     """
 
     queues: Sequence[str]

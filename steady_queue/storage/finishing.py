@@ -25,7 +25,7 @@ from .finish_group import Finishing, Shape, claimed_along, shape_of
 if TYPE_CHECKING:
     from ..models import ClaimedExecution
     from ..models.attempt import Attempt
-    from ..models.claimed_finish import Success
+    from ..models.execution.claimed_finish import Success
     from .base import ClaimNext, Finished, Storage
 
 

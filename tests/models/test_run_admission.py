@@ -17,7 +17,7 @@ import steady_queue
 from steady_queue import storage
 from steady_queue.exceptions import JobCancelled, RescheduleJob
 from steady_queue.models import ClaimedExecution, Job, Process, ThrottledExecution
-from steady_queue.models.claimed_finish import Failure, Throttle
+from steady_queue.models.execution.claimed_finish import Failure, Throttle
 from tests import tasks
 from tests.tasks import rate_limited
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from steady_queue import storage
 from steady_queue.models import ClaimedExecution, Job, ReadyExecution, TaskRollup
-from steady_queue.models.claimed_finish import Failure
+from steady_queue.models.execution.claimed_finish import Failure
 from steady_queue.models.task_rollup import BUCKETS
 from steady_queue.testing import run_ready_jobs
 from tests import tasks

@@ -18,7 +18,7 @@ from steady_queue.models import (
     ReadyExecution,
     ScheduledExecution,
 )
-from steady_queue.models.claimed_finish import Failure
+from steady_queue.models.execution.claimed_finish import Failure
 from steady_queue.runner import cancellation
 from steady_queue.testing import run_ready_jobs
 from tests import tasks

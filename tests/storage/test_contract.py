@@ -24,7 +24,7 @@ from steady_queue.models import (
     ScheduledExecution,
     UniqueLock,
 )
-from steady_queue.models.claimed_finish import Failure, Success
+from steady_queue.models.execution.claimed_finish import Failure, Success
 from tests import tasks
 from tests.tasks import features as limited_tasks
 from tests.tasks import unique as unique_tasks

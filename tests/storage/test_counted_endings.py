@@ -12,7 +12,7 @@ import pytest
 from django.db import OperationalError, transaction
 
 from steady_queue.models import ClaimedExecution, FailedExecution, Job, TaskRollup, claimed_finish
-from steady_queue.models.claimed_finish import Failure, Success
+from steady_queue.models.execution.claimed_finish import Failure, Success
 from steady_queue.models.task_rollup import tally
 from tests import tasks
 from tests.tasks import acceptance

@@ -19,7 +19,7 @@ from django.db import OperationalError, connection, connections
 
 from steady_queue import storage
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
-from steady_queue.models.claimed_finish import Success
+from steady_queue.models.execution.claimed_finish import Success
 from steady_queue.storage.finish_group import FinishGroups
 from tests import tasks
 

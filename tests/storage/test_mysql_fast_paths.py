@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import ClaimedExecution, Job, Process, ReadyExecution
-from steady_queue.models.claimed_finish import Success
+from steady_queue.models.execution.claimed_finish import Success
 from steady_queue.processes.worker import Worker
 from steady_queue.runner.perform import perform
 from steady_queue.storage.mysql import script as mysql_script

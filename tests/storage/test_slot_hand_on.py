@@ -1,7 +1,7 @@
 """A finishing worker thread takes the job its concurrency slot passes to (slot_hand_on).
 
 The contract of the slot's hand-on, run on every storage of the database under test
-(SQ_TEST_DB): the portable finish's hand-on (models.slot_hand_on), and the fast
+(SQ_TEST_DB): the portable finish's hand-on (models.execution.slot_hand_on), and the fast
 storages' own ``write_hand_on`` (PostgreSQL's one statement, MySQL/MariaDB's one script,
 SQLite's one transaction) pass the same tests, racing threads included. What each
 storage sends for it is the last section's.
@@ -22,7 +22,7 @@ from steady_queue.models import (
     ReadyExecution,
     Semaphore,
 )
-from steady_queue.models.claimed_finish import Failure, Success
+from steady_queue.models.execution.claimed_finish import Failure, Success
 from steady_queue.storage import notify
 from steady_queue.task_options.concurrency import limit_for
 from tests import tasks

@@ -21,7 +21,7 @@ from steady_queue.models import (
     ReadyExecution,
     ThrottledExecution,
 )
-from steady_queue.models.throttled_execution import repair_forgotten
+from steady_queue.models.execution.throttled import repair_forgotten
 from steady_queue.task_options.rate_limits import (
     WHOLE_TASK,
     RateLimit,

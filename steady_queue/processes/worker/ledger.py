@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 
 from ...models import ClaimedExecution, Process
-from ...models.claimed_finish import OutcomeNotRecorded
+from ...models.execution.claimed_finish import OutcomeNotRecorded
 from ...runner import deadlines
 from .recycling import Recycling
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from ...models import ClaimedExecution
-from ...models.claimed_finish import Failure, OutcomeNotRecorded
+from ...models.execution.claimed_finish import Failure, OutcomeNotRecorded
 from ...observability.log import claim_fields
 from ..outages import close_connections
 

@@ -1,7 +1,7 @@
 """A limited job's success and its slot's hand-on in one round trip on MySQL/MariaDB.
 
 The portable finish of a job with a concurrency limit hands its slot on with about ten
-statements (``models.slot_hand_on``), each a round trip, and its key's slot stands idle
+statements (``models.execution.slot_hand_on``), each a round trip, and its key's slot stands idle
 for all of them. Here one script (``script``) does the same transaction: delete
 the claim, mark the job finished, lock the next blocked job of the key, and when the
 finishing thread would have claimed it next (its queue polled and not paused, no ready
@@ -121,7 +121,7 @@ def _handing_sql(everything: bool, exact: int, prefixes: int) -> list[str]:
     blocked, semaphores, ready = table(BlockedExecution), table(Semaphore), table(ReadyExecution)
     # Which queues the thread polls: its entries as the worker reads them (exact names
     # compared as Python does; ``prefix*`` a prefix), and the ready jobs among them as
-    # the ORM selects them (models.slot_hand_on).
+    # the ORM selects them (models.execution.slot_hand_on).
     polled = " OR ".join(
         [f"{NEXT_QUEUE} = BINARY %s"] * exact + [f"LOCATE(BINARY %s, {NEXT_QUEUE}) = 1"] * prefixes
     )

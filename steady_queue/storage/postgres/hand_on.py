@@ -1,7 +1,7 @@
 """A limited job's success and its slot's hand-on in one statement on PostgreSQL.
 
 The portable finish of a job with a concurrency limit hands its slot on with about ten
-statements (``models.slot_hand_on``): its job's key stands idle for all of them. Here
+statements (``models.execution.slot_hand_on``): its job's key stands idle for all of them. Here
 one statement deletes the claim, marks the job finished, locks the next blocked job of
 the key, renews the semaphore, and moves that job from blocked to claimed for the
 finishing thread, with the same locks as the portable hand-on. When the slot cannot
@@ -88,7 +88,7 @@ def _handing_on(patterns: int) -> str:
     """CTEs that lock the key's first blocked job (``top``) and, if this thread takes it,
     keep the slot taken and claim the job for the thread (``handed``)."""
     polled = " OR ".join(["top.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
-    # No ready job of the polled queues comes first (see models.slot_hand_on).
+    # No ready job of the polled queues comes first (see models.execution.slot_hand_on).
     ready = " OR ".join(["r.queue_name LIKE %s"] * patterns) if patterns else "TRUE"
     blocked = table(BlockedExecution)
     return (

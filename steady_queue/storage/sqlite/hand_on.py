@@ -1,7 +1,7 @@
 """A limited job's success and its slot's hand-on in one write transaction on SQLite.
 
 The portable finish hands a concurrency slot on with about ten statements built by the
-ORM (``models.slot_hand_on``); the key's slot stands idle for all of them. Here one
+ORM (``models.execution.slot_hand_on``); the key's slot stands idle for all of them. Here one
 ``BEGIN IMMEDIATE`` transaction deletes the claim, marks the job finished, and with one
 ``DELETE ... RETURNING`` takes the key's next blocked job, returning its row, only if
 the worker would have claimed it next (the same conditions as the portable hand-on, all
@@ -114,7 +114,7 @@ def _take_sql(shapes: tuple[str, ...]) -> str:
         f"AND ({polled}) "
         f"AND NOT EXISTS (SELECT 1 FROM {table(Pause)} p "
         f"WHERE p.queue_name = {blocked}.queue_name) "
-        # Ready jobs of the polled queues come first, in poll order (see models.slot_hand_on).
+        # Ready jobs of the polled queues come first, in poll order (models.execution.slot_hand_on).
         f"AND NOT ({ready_polled}) "
         # The key's slots: not expired (no row), not over the limit (a negative value).
         f"AND EXISTS (SELECT 1 FROM {table(Semaphore)} WHERE {quote('key')} = %s "

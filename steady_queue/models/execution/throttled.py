@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.utils import timezone
 
-from .. import db
-from ..compat import TaskResultStatus
-from . import states
-from .execution import Execution
-from .rate_limit import RateLimitBucket
+from ... import db
+from ...compat import TaskResultStatus
+from .. import states
+from ..rate_limit import RateLimitBucket
+from . import Execution
 
 if TYPE_CHECKING:
-    from .job import Job
+    from ..job import Job
 
 
 class ThrottledExecution(
@@ -91,7 +91,7 @@ class ThrottledExecution(
     @classmethod
     def _release(cls, bucket_key: str, batch_size: int) -> tuple[int, datetime | None]:
         """How many jobs became ready, and the window's next turn (None: none wait)."""
-        from .job import Job
+        from ..job import Job
 
         def release() -> tuple[int, datetime | None]:
             with db.atomic():
@@ -133,7 +133,7 @@ def repair_forgotten(batch_size: int = 500) -> int:
 
     Run by the dispatchers' maintenance; returns how many windows it woke.
     """
-    from .job import Job
+    from ..job import Job
 
     turns = RateLimitBucket.objects.filter(next_release_at__isnull=False).values("key")
     forgotten = ThrottledExecution.objects.exclude(bucket_key__in=turns).order_by()

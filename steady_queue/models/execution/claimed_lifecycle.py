@@ -14,7 +14,7 @@ import steady_queue
 from .claimed_finish import ClaimedFinish, Failure, Release
 
 if TYPE_CHECKING:
-    from .job import Job
+    from ..job import Job
 
 logger = logging.getLogger("steady_queue.claims")
 
@@ -30,7 +30,7 @@ class ClaimedLifecycle(ClaimedFinish):
     @classmethod
     def orphaned(cls) -> QuerySet:
         """Claims whose process row is gone: it exited or was pruned without finishing them."""
-        from .process import Process
+        from ..process import Process
 
         claims = cls.objects.filter(process_id__isnull=False)
         return claims.exclude(process_id__in=Process.objects.values("pk"))
@@ -55,7 +55,7 @@ class ClaimedLifecycle(ClaimedFinish):
         retry policy decides whether it runs again (``at_least_once``); the job's slot
         is handed on in the same transaction.
         """
-        from .process import Process
+        from ..process import Process
 
         claims = cls._with_jobs(claims)
         # Not a join: a filter on process_id would turn it into an inner join, and the
@@ -90,7 +90,7 @@ class ClaimedLifecycle(ClaimedFinish):
 
     @classmethod
     def _with_jobs(cls, claims: QuerySet) -> list[ClaimedLifecycle]:
-        from . import states
+        from .. import states
 
         claims = list(claims.select_related("job").order_by("job_id"))
         for claim in claims:
@@ -108,7 +108,7 @@ def _announce(job: Job) -> None:
 
 def _cancelled(cause: BaseException | None = None) -> Failure:
     """The end of a cancelled job whose run was cut short: failed for good, no retry."""
-    from ..exceptions import JobCancelled
+    from ...exceptions import JobCancelled
 
     exc = JobCancelled("cancelled while running")
     exc.__cause__ = cause

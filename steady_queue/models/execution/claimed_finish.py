@@ -24,10 +24,11 @@ from django.utils import timezone
 
 import steady_queue
 
-from .. import db
-from ..exceptions import UnstorableOutcome
-from ..observability.log import claim_fields
-from .attempt import Attempt, error_details, storable
+from ... import db
+from ...exceptions import UnstorableOutcome
+from ...observability.log import claim_fields
+from ..attempt import Attempt, error_details, storable
+from ..task_rollup import WRITTEN_AT_ONCE, count_now, tally
 from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     NOT_STORED,
     Failure,
@@ -38,10 +39,9 @@ from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     Success,
     Throttle,
 )
-from .task_rollup import WRITTEN_AT_ONCE, count_now, tally
 
 if TYPE_CHECKING:
-    from .execution import ClaimedExecution
+    from . import ClaimedExecution
     from .slot_hand_on import SlotHandOn
 
 logger = logging.getLogger("steady_queue.claims")
@@ -223,7 +223,7 @@ class ClaimedFinish:
             return "in-process"
         process = self._state.fields_cache.get("process")
         if process is None:
-            from .process import Process
+            from ..process import Process
 
             process = Process.objects.filter(pk=self.process_id).first()
         return process.name if process else f"process-{self.process_id}"

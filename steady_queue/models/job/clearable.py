@@ -7,7 +7,7 @@ from django.utils import timezone
 
 import steady_queue
 
-from .. import db
+from ... import db
 
 
 class ClearableQuerySet(models.QuerySet):

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 from django.db.models import Q
 from django.utils import timezone
 
-from .pause import Pause
-from .queue_selector import _matches
+from ..pause import Pause
+from ..queue_selector import _matches
 
 if TYPE_CHECKING:
-    from ..task_options.concurrency import ConcurrencyLimit
-    from .execution import ClaimedExecution
-    from .process import Process
+    from ...task_options.concurrency import ConcurrencyLimit
+    from ..process import Process
+    from . import ClaimedExecution
 
 
 class SlotHandOn:
@@ -60,7 +60,7 @@ class SlotHandOn:
     def _ready_jobs_polled(self):
         """The ready jobs of the queues this thread polls (of paused ones too: erring on
         the side of the poll order costs only the hand-on)."""
-        from .execution import ReadyExecution
+        from . import ReadyExecution
 
         if "*" in self.queues:
             return ReadyExecution.objects.all()
@@ -79,8 +79,8 @@ class SlotHandOn:
         Call inside the finishing transaction, before the slot is given back. Nothing is
         written when it returns False.
         """
-        from .execution import BlockedExecution, ClaimedExecution
-        from .semaphore import Semaphore
+        from ..semaphore import Semaphore
+        from . import BlockedExecution, ClaimedExecution
 
         self.claimed = None  # a retried transaction starts again
         blocked = BlockedExecution.objects.filter(concurrency_key=key).order_by("-priority", "job")

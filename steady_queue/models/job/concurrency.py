@@ -4,10 +4,10 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from ..task_options import concurrency
+from ...task_options import concurrency
 
 if TYPE_CHECKING:
-    from .slot_hand_on import SlotHandOn
+    from ..execution.slot_hand_on import SlotHandOn
 
 
 class ConcurrencyControls:
@@ -26,21 +26,21 @@ class ConcurrencyControls:
         limit = self.concurrency_limit
         if limit is None:
             return True
-        from .semaphore import Semaphore
+        from ..semaphore import Semaphore
 
         return Semaphore.wait(self.concurrency_key, limit)
 
     def release_concurrency_lock(self) -> None:
         limit = self.concurrency_limit
         if self.is_concurrency_limited and limit is not None:
-            from .semaphore import Semaphore
+            from ..semaphore import Semaphore
 
             Semaphore.signal(self.concurrency_key, limit)
 
     def handle_concurrency_conflict(self) -> None:
         limit = self.concurrency_limit
         if limit is not None and limit.on_conflict == "discard":
-            from .job_groups import job_discarded
+            from .groups import job_discarded
 
             # Its end counts in its batch or workflow like any discard's, before the
             # row that says which group it belongs to goes.
@@ -50,7 +50,7 @@ class ConcurrencyControls:
             self.block()
 
     def block(self) -> None:
-        from .execution import BlockedExecution
+        from ..execution import BlockedExecution
 
         BlockedExecution.objects.create(
             job=self,
@@ -66,7 +66,7 @@ class ConcurrencyControls:
         With ``hand_on`` (a finishing worker thread's offer) the slot may pass straight
         to that job, claimed for the thread (see slot_hand_on).
         """
-        from .execution import BlockedExecution
+        from ..execution import BlockedExecution
 
         if not self.is_concurrency_limited:
             return

@@ -11,16 +11,16 @@ from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import arguments
-from ..compat import InvalidTask
-from ..task_options import concurrency, rate_limits, uniqueness
-from . import states
-from .base import QueueManager, QueueModel, QueueQuerySet
-from .job_cancellation import Cancellable, CancellableQuerySet
-from .job_clearable import ClearableQuerySet
-from .job_executable import Executable
-from .job_operations import Operations, OperationsQuerySet
-from .job_retryable import Retryable, RetryableQuerySet
+from ... import arguments
+from ...compat import InvalidTask
+from ...task_options import concurrency, rate_limits, uniqueness
+from .. import states
+from ..base import QueueManager, QueueModel, QueueQuerySet
+from .cancellation import Cancellable, CancellableQuerySet
+from .clearable import ClearableQuerySet
+from .executable import Executable
+from .operations import Operations, OperationsQuerySet
+from .retryable import Retryable, RetryableQuerySet
 
 
 class JobQuerySet(

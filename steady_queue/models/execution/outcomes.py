@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import steady_queue
 
-from ..exceptions import CANCELLED_CLASS, UnstorableOutcome
-from ..observability.log import job_fields
-from .attempt import Attempt, refused_text
-from .signals import jobs_ended
+from ...exceptions import CANCELLED_CLASS, UnstorableOutcome
+from ...observability.log import job_fields
+from ..attempt import Attempt, refused_text
+from ..signals import jobs_ended
 
 if TYPE_CHECKING:
-    from .execution import ClaimedExecution
-    from .job import Job
+    from ..job import Job
+    from . import ClaimedExecution
 
 logger = logging.getLogger("steady_queue.claims")
 
@@ -69,8 +69,8 @@ class Success(Outcome):
         )
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> str:
-        from .job import Job
-        from .job_groups import job_ended
+        from ..job import Job
+        from ..job.groups import job_ended
 
         job, jobs = claimed.job, Job.objects
         job.release_unique_lock()
@@ -103,8 +103,8 @@ class Failure(Outcome):
         job, final = claimed.job, self.final
         if not final and _cancel_requested_now(job):
             # A cancel that landed while this run failed: no retry, whatever the policy.
-            from .attempt import error_details
-            from .job_cancellation import cancelled_by
+            from ..attempt import error_details
+            from ..job.cancellation import cancelled_by
 
             attempt = dataclasses.replace(attempt, error=error_details(cancelled_by(self.exc)))
             final = True
@@ -154,7 +154,7 @@ class Throttle(Outcome):
     is_attempt: ClassVar[bool] = False
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
-        from .throttled_execution import throttle
+        from .throttled import throttle
 
         throttle(claimed.job, self.until)
         logger.info(
@@ -173,7 +173,7 @@ class Release(Outcome):
     is_attempt: ClassVar[bool] = False
 
     def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
-        from .execution import ReadyExecution
+        from . import ReadyExecution
 
         ReadyExecution.create_all_from_jobs([claimed.job])
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..task_options import rate_limits
+from ...task_options import rate_limits
 
 if TYPE_CHECKING:
-    from .outcomes import Throttle
+    from ..execution.outcomes import Throttle
 
 
 class RateLimited:
@@ -30,14 +30,14 @@ class RateLimited:
         """Count this run's start against its window (None), or say when there is room."""
         if not self.is_rate_limited:
             return None
-        from .rate_limit import admit_run
+        from ..rate_limit import admit_run
 
         return admit_run(self)
 
     def admit_or_throttle(self) -> Throttle | None:
         """Admit this run (None: its start counted against its window), or the outcome it
         ends with instead: ``Throttle``, to wait for room (not an attempt)."""
-        from .outcomes import Throttle
+        from ..execution.outcomes import Throttle
 
         room_at = self.admit_run()
         return None if room_at is None else Throttle(room_at)

@@ -6,19 +6,19 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.utils import timezone
 
-from .. import db
-from ..compat import TaskResultStatus
-from . import states
-from .base import QueueModel
+from ... import db
+from ...compat import TaskResultStatus
+from .. import states
+from ..base import QueueModel
+from ..queue_selector import QueueSelector
+from ..signals import jobs_ready, jobs_scheduled
 from .claimed_lifecycle import ClaimedLifecycle
-from .queue_selector import QueueSelector
-from .signals import jobs_ready, jobs_scheduled
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from .job import Job
-    from .process import Process
+    from ..job import Job
+    from ..process import Process
 
 
 class Execution(QueueModel):
@@ -187,7 +187,7 @@ class ScheduledExecution(
     @classmethod
     def dispatch_jobs(cls, job_ids: list[int]) -> int:
         """Move the scheduled jobs ``job_ids`` to ready (or blocked) now."""
-        from .job import Job
+        from ..job import Job
 
         if not job_ids:
             return 0
@@ -233,7 +233,7 @@ class ClaimedExecution(
 
     @classmethod
     def claiming(cls, job_ids: list[int], process: Process | None) -> list[ClaimedExecution]:
-        from .job import Job
+        from ..job import Job
 
         now = timezone.now()
         rows = [cls(job_id=job_id, process=process, created_at=now) for job_id in job_ids]
@@ -280,7 +280,7 @@ class BlockedExecution(
     @classmethod
     def unblock(cls, count: int) -> int:
         """Release one job for each of up to ``count`` keys blocked past their expiry."""
-        from .semaphore import Semaphore
+        from ..semaphore import Semaphore
 
         expired = cls.objects.filter(expires_at__lt=timezone.now())
         keys = list(expired.values_list("concurrency_key", flat=True).distinct()[:count])
@@ -351,7 +351,7 @@ class FailedExecution(
     def create_never_ran(cls, errors: Mapping[int, Mapping[str, str]], now: datetime) -> None:
         """Fail, as of ``now``, jobs that never ran (cancelled before they started, or a
         workflow step whose dependency failed): ``{job id: its stored error}``."""
-        from .job import Job
+        from ..job import Job
 
         queues = dict(Job.objects.filter(pk__in=list(errors)).values_list("pk", "queue_name"))
         cls.objects.bulk_create(

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
 
-from . import batch, workflow_progress
+from .. import batch, workflow_progress
 
 if TYPE_CHECKING:
-    from .job import Job
+    from . import Job
 
 
 def job_ended(job: Job, *, succeeded: bool, return_value: Any = None) -> None:
@@ -54,7 +54,7 @@ def jobs_failed(job_ids: Iterable[int]) -> None:
 
     Before a discard deletes them: their batch is read from their rows.
     """
-    from .job import Job
+    from . import Job
 
     grouped = Job.objects.filter(pk__in=list(job_ids)).filter(
         Q(batch__isnull=False) | Q(workflow_run__isnull=False)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 from django.db import models
 
-from ..compat import TaskResultStatus
-from . import states
-from .execution import Execution
+from ...compat import TaskResultStatus
+from .. import states
+from . import Execution
 
 if TYPE_CHECKING:
-    from .job import Job
+    from ..job import Job
 
 
 class WaitingExecution(

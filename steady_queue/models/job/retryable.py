@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.utils import timezone
 
-from .. import db
-from ..exceptions import JobStateError
-from ..task_options import retries
-from .signals import jobs_ended
+from ... import db
+from ...exceptions import JobStateError
+from ...task_options import retries
+from ..signals import jobs_ended
 
 if TYPE_CHECKING:
-    from .job import Job
+    from . import Job
 
 
 class Retryable:
@@ -32,8 +32,8 @@ class Retryable:
 
     def fail(self, error: dict) -> None:
         """Fail this job for good (until an operator retries it); its unique key is free."""
-        from .execution import FailedExecution
-        from .job_groups import job_ended
+        from ..execution import FailedExecution
+        from .groups import job_ended
 
         self.release_unique_lock()
         self._state.fields_cache["failed_execution"] = FailedExecution.objects.create(
@@ -44,7 +44,7 @@ class Retryable:
 
     def reschedule(self, run_at: datetime) -> None:
         """Run this (claimed) job again at ``run_at``; the caller removes its claim."""
-        from .execution import ScheduledExecution
+        from ..execution import ScheduledExecution
 
         self.scheduled_at = run_at
         self.save(update_fields=["scheduled_at", "updated_at"])
@@ -64,7 +64,7 @@ class Retryable:
 class RetryableQuerySet(models.QuerySet):
     def retry_all(self, batch_size: int = 500) -> int:
         """Queue every failed job of this queryset again, a batch at a time; return how many."""
-        from .execution import FailedExecution
+        from ..execution import FailedExecution
 
         failed = FailedExecution.objects.filter(job__in=self.values("pk"))
         retried, after = 0, 0
@@ -78,9 +78,9 @@ class RetryableQuerySet(models.QuerySet):
 
 def _retry_batch(failed: models.QuerySet, batch_size: int) -> tuple[int, int] | None:
     """Retry up to ``batch_size`` failed jobs; return how many, and the last one's id."""
-    from .job import Job
-    from .job_groups import jobs_reopened
-    from .unique_lock import UniqueLock
+    from ..unique_lock import UniqueLock
+    from . import Job
+    from .groups import jobs_reopened
 
     with db.atomic():
         ids = list(failed.order_by("job_id").locked().values_list("job_id", flat=True)[:batch_size])

@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 from django.db import models
 
-from .. import db
-from ..exceptions import JobStateError
-from ..task_options import concurrency
-from . import states
-from .job_retryable import state_of
-from .signals import jobs_ended
-from .task_rollup import count_jobs
+from ... import db
+from ...exceptions import JobStateError
+from ...task_options import concurrency
+from .. import states
+from ..signals import jobs_ended
+from ..task_rollup import count_jobs
+from .retryable import state_of
 
 
 class Operations:
@@ -47,7 +47,7 @@ class Operations:
         it holds its slot like any other, so no other job of the key starts until fewer
         than ``to`` hold one.
         """
-        from .execution import BlockedExecution
+        from ..execution import BlockedExecution
 
         with db.atomic():
             blocked = BlockedExecution.objects.filter(job_id=self.pk).locked().first()
@@ -74,7 +74,7 @@ class OperationsQuerySet(models.QuerySet):
 
     def dispatch_all_now(self, batch_size: int = 500) -> int:
         """Make the scheduled jobs of this queryset ready now; return how many."""
-        from .execution import ScheduledExecution
+        from ..execution import ScheduledExecution
 
         scheduled = executions_of(self, "scheduled_execution")
         dispatched = 0
@@ -93,7 +93,7 @@ class OperationsQuerySet(models.QuerySet):
         The others stay blocked. Within each batch the free slots go to the jobs of
         highest priority first, as the dispatcher would give them.
         """
-        from .job import Job
+        from . import Job
 
         blocked = executions_of(self, "blocked_execution").order_by("job_id")
         released, after = 0, 0
@@ -111,8 +111,8 @@ class OperationsQuerySet(models.QuerySet):
 def _release_blocked(jobs: list, force: bool) -> list[int]:
     """Move the blocked ``jobs`` (rows locked) to ready where a slot is free, or all of
     them with ``force``; return the ids moved. A key found full is not asked again."""
-    from .execution import BlockedExecution, ReadyExecution
-    from .semaphore import Semaphore
+    from ..execution import BlockedExecution, ReadyExecution
+    from ..semaphore import Semaphore
 
     moved, full = [], set()
     for job in jobs:
@@ -143,8 +143,8 @@ def in_batches(executions: models.QuerySet, batch_size: int, end: Callable) -> i
     ends their jobs; the concurrency slots that ready jobs held are handed on after
     the commit, as when a job finishes (maintenance catches up after a crash).
     """
-    from .execution import ReadyExecution
-    from .job import Job
+    from ..execution import ReadyExecution
+    from . import Job
 
     ended = 0
     while True:
@@ -163,8 +163,8 @@ def in_batches(executions: models.QuerySet, batch_size: int, end: Callable) -> i
 
 
 def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.QuerySet) -> None:
-    from .execution import FailedExecution
-    from .job_groups import jobs_failed
+    from ..execution import FailedExecution
+    from .groups import jobs_failed
 
     if execution_model is not FailedExecution:  # a failed job was counted as failed
         count_jobs(jobs, "discarded")
@@ -177,9 +177,9 @@ def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.Q
 
 
 def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
-    from .job import Job
-    from .recurring import RecurringExecution
-    from .unique_lock import UniqueLock
+    from ..recurring import RecurringExecution
+    from ..unique_lock import UniqueLock
+    from . import Job
 
     # The locked execution row is each job's only one, so four plain DELETEs do what
     # Django's cascading delete would do with a SELECT of whole jobs and a DELETE per table.
@@ -198,8 +198,8 @@ def semaphores_held(jobs: models.QuerySet) -> Counter:
 
 def give_back(held: Counter) -> None:
     # Outside the discarding transaction, as when a job finishes: maintenance catches up.
-    from .execution import BlockedExecution
-    from .semaphore import Semaphore
+    from ..execution import BlockedExecution
+    from ..semaphore import Semaphore
 
     for (task_path, key), count in held.items():
         limit = concurrency.limit_for(task_path)

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.utils import timezone
 
-from ..exceptions import JobCancelled, JobStateError
-from . import states
-from .job_operations import executions_of, in_batches
-from .job_retryable import state_of
-from .signals import jobs_ended
-from .task_rollup import count_jobs
+from ...exceptions import JobCancelled, JobStateError
+from .. import states
+from ..signals import jobs_ended
+from ..task_rollup import count_jobs
+from .operations import executions_of, in_batches
+from .retryable import state_of
 
 if TYPE_CHECKING:
-    from .outcomes import Failure
+    from ..execution.outcomes import Failure
 
 MESSAGE = "cancelled"
 
@@ -56,7 +56,7 @@ class Cancellable:
         read the database, not the row as claimed (a run that failed or asked to run
         again; a success costs nothing more). A run that raised ``JobCancelled`` ends so.
         """
-        from .outcomes import Failure
+        from ..execution.outcomes import Failure
 
         if isinstance(cause, JobCancelled):
             return Failure(cause, final=True)
@@ -104,9 +104,9 @@ def cancellation_error() -> dict[str, str]:
 
 
 def _cancel(execution_model: type[models.Model], ids: list[int], jobs: models.QuerySet) -> None:
-    from .execution import FailedExecution
-    from .job_groups import jobs_failed
-    from .unique_lock import UniqueLock
+    from ..execution import FailedExecution
+    from ..unique_lock import UniqueLock
+    from .groups import jobs_failed
 
     count_jobs(jobs, "cancelled")
     now = timezone.now()

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db
-from ..task_options import uniqueness
-from .unique_lock import LostRace, UniqueLock
+from ... import db
+from ...task_options import uniqueness
+from ..unique_lock import LostRace, UniqueLock
 
 if TYPE_CHECKING:
-    from .job import Job
+    from . import Job
 
 # Each lost race means another enqueue committed the key: the next read sees it.
 RACE_ATTEMPTS = 10

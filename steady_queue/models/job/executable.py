@@ -5,15 +5,15 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .. import db
-from ..compat import TaskResultStatus
-from . import states
-from .job_concurrency import ConcurrencyControls
-from .job_rate_limited import RateLimited
-from .job_unique import UniqueJobs
+from ... import db
+from ...compat import TaskResultStatus
+from .. import states
+from .concurrency import ConcurrencyControls
+from .rate_limited import RateLimited
+from .unique import UniqueJobs
 
 if TYPE_CHECKING:
-    from .job import Job
+    from . import Job
 
 
 class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
@@ -43,7 +43,7 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
 
     @classmethod
     def prepare_all_for_execution(cls, jobs: Iterable[Job]) -> None:
-        from .execution import ScheduledExecution
+        from ..execution import ScheduledExecution
 
         jobs = list(jobs)
         cls.dispatch_all([job for job in jobs if job.is_due])
@@ -55,7 +55,7 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
         concurrency limits go through their semaphore."""
         limited = [job for job in jobs if job.is_rate_limited]
         if limited:
-            from .rate_limit import admit_all
+            from ..rate_limit import admit_all
 
             admitted = {id(job) for job in admit_all(limited)}
             jobs = [job for job in jobs if not job.is_rate_limited or id(job) in admitted]
@@ -64,7 +64,7 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
     @classmethod
     def dispatch_admitted(cls, jobs: list[Job]) -> None:
         """Make ``jobs`` ready, through their semaphore if they have one (rate limits passed)."""
-        from .execution import ReadyExecution
+        from ..execution import ReadyExecution
 
         ReadyExecution.create_all_from_jobs([j for j in jobs if not j.is_concurrency_limited])
         for job in jobs:
@@ -72,7 +72,7 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
                 job.dispatch()
 
     def dispatch(self) -> None:
-        from .execution import ReadyExecution
+        from ..execution import ReadyExecution
 
         if self.acquire_concurrency_lock():
             ReadyExecution.create_all_from_jobs([self])
