@@ -62,7 +62,7 @@ MOVED = {
     # The job's mixins and the execution tables with their finish: two packages of models.
     "steady_queue.models.job_cancellation": "steady_queue.models.job.cancellation",
     "steady_queue.models.job_clearable": "steady_queue.models.job.clearable",
-    "steady_queue.models.job_concurrency": "steady_queue.models.job.concurrency",
+    "steady_queue.models.job_concurrency": "steady_queue.models.job.concurrency_controls",
     "steady_queue.models.job_executable": "steady_queue.models.job.executable",
     "steady_queue.models.job_groups": "steady_queue.models.job.groups",
     "steady_queue.models.job_operations": "steady_queue.models.job.operations",

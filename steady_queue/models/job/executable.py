@@ -8,7 +8,7 @@ from django.utils import timezone
 from ... import db
 from ...compat import TaskResultStatus
 from .. import states
-from .concurrency import ConcurrencyControls
+from .concurrency_controls import ConcurrencyControls
 from .rate_limited import RateLimited
 from .unique import UniqueJobs
 
