@@ -10,6 +10,8 @@ from django.utils import formats, timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from steady_queue.models import states
+
 WIDTH, HEIGHT = 720, 180
 LEFT, BOTTOM, TOP = 44, 22, 8
 
@@ -82,7 +84,7 @@ def activity_chart(
     bars = []
     for index, start in enumerate(starts):
         base = HEIGHT - BOTTOM
-        for kind in ("finished", "failed"):
+        for kind in (states.FINISHED, states.FAILED):
             height = _scale(rates[kind][index], peak)
             base -= height
             if height > 0:
@@ -148,7 +150,7 @@ def _rate(value: float) -> str:
 
 
 def _bar_title(kind: str, start: datetime, rate: float) -> str:
-    label = _("finished") if kind == "finished" else _("failed")
+    label = _("finished") if kind == states.FINISHED else _("failed")
     when = formats.time_format(_local(start), "H:i")
     return f"{when} — {_rate(rate)} {label} / min"
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from django.utils.text import Truncator
 
+from steady_queue.models import states
+
 from .adapter.workflows import PROMINENT, STEP_STATES, Step
 
 MAX_ROWS = 20
@@ -22,7 +24,7 @@ NODE_WIDTH, NODE_HEIGHT = 176, 34
 COLUMN_GAP, ROW_GAP, PAD = 56, 12, 12
 LABEL_LENGTH = 20
 # An edge from a step in one of these to a step that never ran drew the failure on.
-FAILED = ("failed", "discarded", "dependency-failed")
+FAILED = (states.FAILED, states.DISCARDED, "dependency-failed")
 
 
 @dataclass(frozen=True)

@@ -86,12 +86,12 @@ def timeline(job: Job) -> list[Event]:
     if type(execution).__name__ in waiting:
         events.append(Event(execution.created_at, waiting[type(execution).__name__]))
     if job.finished_at:
-        events.append(Event(job.finished_at, _("Finished"), kind="finished"))
+        events.append(Event(job.finished_at, _("Finished"), kind=states.FINISHED))
     failed = getattr(job, "failed_execution", None)
     cancelled = failed is not None and failed.exception_class == CANCELLED_CLASS
     # Cancelled before it ran (a running one's last attempt says "cancelled" itself).
     if cancelled and not (done and done[-1].cancelled):
-        events.append(Event(failed.created_at, _("Cancelled"), kind="cancelled"))
+        events.append(Event(failed.created_at, _("Cancelled"), kind=states.CANCELLED))
     return sorted(events, key=lambda event: event.at)
 
 
@@ -126,18 +126,20 @@ def run_time(job: Job) -> timedelta | None:
 def _attempt_events(attempt: Attempt) -> list[Event]:
     label = _("Attempt %(n)s started") % {"n": attempt.number}
     events = (
-        [Event(attempt.started_at, label, attempt.worker, "running")] if attempt.started_at else []
+        [Event(attempt.started_at, label, attempt.worker, states.RUNNING)]
+        if attempt.started_at
+        else []
     )
     if attempt.finished_at and attempt.cancelled:
         label = _("Attempt %(n)s cancelled") % {"n": attempt.number}
         events.append(
-            Event(attempt.finished_at, label, attempt.error.get("message", ""), "cancelled")
+            Event(attempt.finished_at, label, attempt.error.get("message", ""), states.CANCELLED)
         )
     elif attempt.finished_at:
         failed = attempt.error is not None
         label = _("Attempt %(n)s failed") if failed else _("Attempt %(n)s succeeded")
         detail = attempt.error.get("exception_class", "") if failed else ""
-        kind = "failed" if failed else "finished"
+        kind = states.FAILED if failed else states.FINISHED
         events.append(Event(attempt.finished_at, label % {"n": attempt.number}, detail, kind))
     return events
 

@@ -162,9 +162,9 @@ def display_value(value: Any) -> str:
 def activity(starts: list[datetime], width: timedelta) -> dict[str, dict[datetime, int]]:
     """Return jobs finished and failed in each bucket [start, start + width), by start."""
     return {
-        "finished": _per_bucket(Job, "finished_at", starts, width),
+        states.FINISHED: _per_bucket(Job, "finished_at", starts, width),
         # Cancelled jobs are no failures (an operator's decision): the series leaves them out.
-        "failed": _per_bucket(FailedExecution, "created_at", starts, width, CANCELLED_CLASS),
+        states.FAILED: _per_bucket(FailedExecution, "created_at", starts, width, CANCELLED_CLASS),
     }
 
 

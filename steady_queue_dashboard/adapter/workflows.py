@@ -43,11 +43,11 @@ STEP_STATES = {
         StepState("succeeded", _("succeeded"), "✓"),
         StepState(states.FAILED, _("failed"), "✗"),
         StepState("dependency-failed", _("not run: an upstream step failed"), "⊘"),
-        StepState("discarded", _("discarded (job gone)"), "⌫"),
+        StepState(states.DISCARDED, _("discarded (job gone)"), "⌫"),
     ]
 }
 # The states that explain a stuck or failed run: drawn first when a column is collapsed.
-PROMINENT = ("failed", "discarded", "dependency-failed", "running")
+PROMINENT = (states.FAILED, states.DISCARDED, "dependency-failed", states.RUNNING)
 # Each kind but failed (read with its error): the relation to its table, and its state.
 EXECUTION_STATES = tuple(
     (kind.relation, kind.name) for kind in states.kinds() if kind.name != states.FAILED
@@ -176,17 +176,17 @@ def _state(outcome: str, job: tuple | None) -> tuple[str, str]:
     """A step's state and error message, from its job's row (None: the job is gone)."""
     if job is None:
         # Cleared after it succeeded, or discarded (which counts as failing it).
-        return ("succeeded" if outcome == "succeeded" else "discarded"), ""
+        return ("succeeded" if outcome == "succeeded" else states.DISCARDED), ""
     finished_at, *executions, failed, exception_class, message = job
     if finished_at is not None:
         return "succeeded", ""
     if failed is not None:
         dependency = exception_class == DEPENDENCY_FAILED
-        return ("dependency-failed" if dependency else "failed"), message or exception_class
+        return ("dependency-failed" if dependency else states.FAILED), message or exception_class
     for (_relation, state), present in zip(EXECUTION_STATES, executions, strict=True):
         if present is not None:
             return state, ""
-    return "discarded", ""
+    return states.DISCARDED, ""
 
 
 def _link(steps: dict[int, Step], run: WorkflowRun, last: int) -> None:
@@ -201,7 +201,7 @@ def _failures(steps: list[Step]) -> list[Failure]:
     """Each failed step with the steps that did not run because of it (transitively)."""
     failures = []
     for step in steps:
-        if step.state not in ("failed", "discarded"):
+        if step.state not in (states.FAILED, states.DISCARDED):
             continue
         blocked: dict[int, Step] = {}
         frontier = [step]
@@ -213,7 +213,7 @@ def _failures(steps: list[Step]) -> list[Failure]:
                 if down.state == "dependency-failed" and down.job_id not in blocked
             ]
             blocked |= {down.job_id: down for down in frontier}
-        if step.state == "failed" or blocked:
+        if step.state == states.FAILED or blocked:
             failures.append(Failure(step, sorted(blocked.values(), key=_order)))
     return failures
 

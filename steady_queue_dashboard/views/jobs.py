@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
+from steady_queue.models import states
+
 from .. import adapter
 from ..access import guard
 from ..joblist import JobList
@@ -54,7 +56,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "workflow_step": adapter.step_links(job),
             "attempts": attempts,
             "open_error": failures[-1] if failures and job.finished_at is None else None,
-            "live": job.finished_at is None and job.state != "failed",
+            "live": job.finished_at is None and job.state != states.FAILED,
         }
     return render_page(
         request,

@@ -6,6 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from steady_queue.models import states
+
 from .. import adapter, charts, error_groups, problems
 from ..access import guard
 from ..adapter import overview as reading
@@ -25,21 +27,23 @@ def overview(request: HttpRequest) -> HttpResponse:
     starts = charts.bucket_starts(timezone.now(), span)
     counts = adapter.status_counts()
     queues = adapter.queues()
-    states = reading.process_states()
+    processes = reading.process_states()
     failures = reading.failure_counts(
         setting("FAILURE_SPIKE_WINDOW"), setting("FAILURE_SPIKE_BASELINE")
     )
     groups = (
-        error_groups.error_groups() if counts["failed"].value else error_groups.Groups([], False)
+        error_groups.error_groups()
+        if counts[states.FAILED].value
+        else error_groups.Groups([], False)
     )
     context = {
-        "problems": problems.find_problems(queues, states, failures, reading.recurring_enabled),
+        "problems": problems.find_problems(queues, processes, failures, reading.recurring_enabled),
         "tabs": [(listing, counts[listing.status]) for listing in LISTINGS.values()],
         "span": span,
         "spans": charts.SPANS.values(),
         "chart": charts.activity_chart(adapter.activity(starts, span.bucket), span, starts),
         "queues": queue_rows([q for q in queues if q.size or q.is_paused]),
-        "health": reading.health_of(states),
+        "health": reading.health_of(processes),
         "error_groups": groups.groups[:TOP_ERRORS],
         "more_error_groups": len(groups.groups) > TOP_ERRORS,
     }

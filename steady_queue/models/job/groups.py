@@ -30,7 +30,7 @@ def job_ended(job: Job, *, succeeded: bool, return_value: Any = None) -> None:
         if succeeded:
             workflow_progress.steps_ended({job.pk: "succeeded"}, {job.pk: return_value})
         else:
-            workflow_progress.steps_ended({job.pk: "failed"})
+            workflow_progress.steps_ended({job.pk: workflow_progress.FAILED})
 
 
 def job_discarded(job: Job) -> None:
@@ -46,7 +46,7 @@ def job_discarded(job: Job) -> None:
     ):
         batch.count_ends({job.batch_id: (0, 1)})
     if job.workflow_run_id is not None:
-        workflow_progress.steps_ended({job.pk: "failed"})
+        workflow_progress.steps_ended({job.pk: workflow_progress.FAILED})
 
 
 def jobs_failed(job_ids: Iterable[int]) -> None:
@@ -65,7 +65,7 @@ def jobs_failed(job_ids: Iterable[int]) -> None:
         batch.count_ends({batch_id: (0, count) for batch_id, count in batches.items()})
     steps = [pk for pk, _, run_id in rows if run_id is not None]
     if steps:
-        workflow_progress.steps_ended(dict.fromkeys(steps, "failed"))
+        workflow_progress.steps_ended(dict.fromkeys(steps, workflow_progress.FAILED))
 
 
 def jobs_reopened(jobs: list[Job]) -> list[Job]:

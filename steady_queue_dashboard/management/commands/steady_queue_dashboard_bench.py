@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from steady_queue import db
-from steady_queue.models import FailedExecution, Job
+from steady_queue.models import FailedExecution, Job, states
 
 from ... import adapter
 from ...listings import LISTINGS
@@ -74,8 +74,8 @@ def pages() -> list[tuple[str, str]]:
     failed = FailedExecution.objects.order_by("-created_at").first()
     if job is None:
         raise CommandError("No job in the database: run steady_queue_dashboard_fill first.")
-    finished = reverse("steady_queue_dashboard:job-list", args=["finished"])
-    failed_list = reverse("steady_queue_dashboard:job-list", args=["failed"])
+    finished = reverse("steady_queue_dashboard:job-list", args=[states.FINISHED])
+    failed_list = reverse("steady_queue_dashboard:job-list", args=[states.FAILED])
     found = [("overview (last hour)", reverse("steady_queue_dashboard:overview"))]
     found.append(("overview (last 24 hours)", found[0][1] + "?span=day"))
     found += [
