@@ -1,5 +1,8 @@
 """Enforce task timeouts: interrupt a run when its time is up, end its job if it won't stop.
 
+Over 300 lines: the watchdog thread and the two ways a run is called under it (on a
+thread, on an event loop) share the ``Run`` record and the watchdog's one heap.
+
 One watchdog thread per process keeps the deadlines of the runs that have a timeout.
 When a run's time is up it raises ``TimeoutInterrupt`` inside the run's thread (an
 asynchronous exception, delivered at the thread's next Python instruction): a task

@@ -1,3 +1,11 @@
+"""The execution tables: where each unfinished job is, one row per job.
+
+Over 300 lines: ``Execution`` and the five tables of the first design (ready, scheduled,
+claimed, blocked, failed) with their moves in and out share the poll order and the
+copied columns; the later kinds have modules of their own beside it (``throttled``,
+``waiting``), and a claimed job's end is ``claimed_finish`` / ``outcomes``.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
