@@ -14,6 +14,8 @@ anywhere in a run, the job ends with it as its error: a run never leaves its cla
 
 from __future__ import annotations
 
+from functools import partial
+
 from .. import storage
 from ..compat import TaskResult, task_started
 from ..exceptions import RescheduleJob
@@ -57,11 +59,10 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                 outcome = job.admit_or_throttle()  # no room: not an attempt, no signals
             if outcome is None:
                 started = result_for(job, task)
-                # Asked last, just before the start: a worker stopped anywhere before
-                # this point and pruned meanwhile finds its claim gone (nothing recorded).
-                if claimed.lost_while_waiting():
+                # Asked as it starts: a worker pruned while stopped before starts nothing.
+                start = partial(task_started.send, ending.backend(), task_result=started)
+                if not claimed.start_unless_lost(start):
                     return _end(claimed, task, None, then_claim, span)
-                task_started.send(ending.backend(), task_result=started)
                 value = yield from calling.call(task, started, claimed)
                 # The task saw its cancellation, and returned: it ends cancelled.
                 outcome = job.cancelled_run(seen=cancellation.seen(job.pk)) or Success(value)

@@ -21,12 +21,13 @@ task_started.connect(_raise_for_one_task, weak=False)
 
 
 def _slow_start(sender, task_result, **kwargs) -> None:
+    began_at = time.time()  # first: the moment the engine started the run
     # Imported here: declaring tasks while the settings load would build the task
     # backends from Django's default TASKS.
     from tests.tasks.faults import record
 
     # The moment the engine started the run, for the checks of frozen workers.
-    record(task_result.args[0], "begin")
+    record(task_result.args[0], "begin", at=began_at)
     time.sleep(float(os.environ.get("SQ_FAULTS_SLOW_START", "0")))
 
 

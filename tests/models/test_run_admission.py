@@ -147,3 +147,64 @@ def test_a_claim_that_waited_long_is_lost_only_once_taken_from_its_process():
     assert claimed.lost_while_waiting() is False  # still held
     ClaimedExecution.objects.filter(job_id=claimed.job_id).delete()  # what a prune does
     assert claimed.lost_while_waiting() is True
+
+
+# -- ClaimedExecution.start_unless_lost ----------------------------------------------------
+
+
+class StoppedWhileAsking:
+    """A monotonic clock under which the process stops once, right after its first
+    answer, for as long as ``stopped`` says; while it is stopped, ``meanwhile`` runs."""
+
+    def __init__(self, stopped: float, meanwhile) -> None:
+        self.now, self.calls, self.stopped, self.meanwhile = 1000.0, 0, stopped, meanwhile
+
+    def monotonic(self) -> float:
+        self.calls += 1
+        if self.calls == 2:  # the first answer is in: the stop
+            self.now += self.stopped
+            self.meanwhile()
+        return self.now
+
+
+def test_a_fresh_answer_starts_the_run_once():
+    process = Process.objects.create(kind="Worker", name="w", pid=1)
+    claimed = claimed_job(process)
+    starts = []
+
+    assert claimed.start_unless_lost(lambda: starts.append(True)) is True
+    assert starts == [True]
+
+
+def test_a_worker_stopped_while_it_asked_and_pruned_meanwhile_does_not_start(monkeypatch):
+    from steady_queue.models.execution import claimed_lifecycle
+
+    process = Process.objects.create(kind="Worker", name="w", pid=1)
+    claimed = claimed_job(process)
+
+    def prune():  # what happens while it is stopped: its claim taken, time passes
+        ClaimedExecution.objects.filter(job_id=claimed.job_id).delete()
+        claimed.created_at -= steady_queue.process_alive_threshold * 2
+
+    threshold = steady_queue.process_alive_threshold.total_seconds()
+    clock = StoppedWhileAsking(stopped=threshold, meanwhile=prune)
+    monkeypatch.setattr(claimed_lifecycle, "time", clock)
+    starts = []
+
+    # The first answer ("not lost": too young) is stale by the time it is read.
+    assert claimed.start_unless_lost(lambda: starts.append(True)) is False
+    assert starts == []
+    assert clock.calls >= 3  # asked again
+
+
+def test_a_short_pause_while_asking_does_not_ask_again(monkeypatch):
+    from steady_queue.models.execution import claimed_lifecycle
+
+    process = Process.objects.create(kind="Worker", name="w", pid=1)
+    claimed = claimed_job(process)
+    clock = StoppedWhileAsking(stopped=0.5, meanwhile=lambda: None)
+    monkeypatch.setattr(claimed_lifecycle, "time", clock)
+    starts = []
+
+    assert claimed.start_unless_lost(lambda: starts.append(True)) is True
+    assert starts == [True] and clock.calls == 2

@@ -24,13 +24,17 @@ from steady_queue.task_options.timeouts import timeout
 UNSTORABLE = {"nul": "nul \x00 byte", "surrogate": "file-\udcff.txt"}  # os.fsdecode(b"\xff")
 
 
-def record(label: str, event: str, key: str = "") -> None:
+def record(label: str, event: str, key: str = "", at: float | None = None) -> None:
+    """One event of a run; ``at``: when it happened, if not now (the moment a receiver was
+    called, taken before opening the record: a process stopped while it opens the file
+    would otherwise date the event to its resumption)."""
+    at = time.time() if at is None else at
     connection = sqlite3.connect(os.environ["SQ_FAULTS_RECORD"], timeout=60)
     try:
         with connection:
             connection.execute(
                 "INSERT INTO runs (label, event, pid, thread, at, key) VALUES (?, ?, ?, ?, ?, ?)",
-                (label, event, os.getpid(), threading.get_ident(), time.time(), key),
+                (label, event, os.getpid(), threading.get_ident(), at, key),
             )
     finally:
         connection.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
@@ -87,6 +89,24 @@ class ClaimedLifecycle(ClaimedFinish):
             return False
         mine = type(self).objects.filter(job_id=self.job_id, process_id=self.process_id)
         return not mine.exists()
+
+    def start_unless_lost(self, start: Callable[[], object]) -> bool:
+        """Call ``start`` (the run's start) unless the claim was lost while it waited.
+
+        The answer must be fresh when the run starts: a process stopped while it asked
+        (the query's answer read after it resumed) or just after could have been pruned
+        meanwhile. Being pruned takes a stop of at least half the alive threshold (the
+        heartbeat beats more often than that), so an answer that took longer to reach
+        the start is asked again.
+        """
+        fresh = steady_queue.process_alive_threshold.total_seconds() / 2
+        while True:
+            asked_at = time.monotonic()
+            if self.lost_while_waiting():
+                return False
+            if time.monotonic() - asked_at < fresh:
+                start()
+                return True
 
     @classmethod
     def _with_jobs(cls, claims: QuerySet) -> list[ClaimedLifecycle]:
