@@ -6,7 +6,7 @@ a worker's event loop (``processes.async_slots``) drives it for ``async def`` ta
 the steps before and after the call on a helper thread, the call awaited on the loop.
 
 Whether it starts is the models' answer (``Job.cancelled_run``, ``Job.admit_or_throttle``,
-``ClaimedExecution.lost_while_waiting``); how it ends is one ``Outcome``, recorded once
+``ClaimedExecution.start_unless_lost``); how it ends is one ``Outcome``, recorded once
 by the claim (``ClaimedExecution.record``) the storage's way (``storage.finish``, which
 may claim the thread's next job in the same statement). Whatever is raised from
 anywhere in a run, the job ends with it as its error: a run never leaves its claim.
