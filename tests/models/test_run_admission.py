@@ -208,3 +208,17 @@ def test_a_short_pause_while_asking_does_not_ask_again(monkeypatch):
 
     assert claimed.start_unless_lost(lambda: starts.append(True)) is True
     assert starts == [True] and clock.calls == 2
+
+
+def test_a_zero_alive_threshold_asks_twice_at_most_and_starts(monkeypatch):
+    from steady_queue.models.execution import claimed_lifecycle
+
+    monkeypatch.setattr(steady_queue, "process_alive_threshold", timedelta(0))
+    process = Process.objects.create(kind="Worker", name="w", pid=1)
+    claimed = claimed_job(process)
+    clock = StoppedWhileAsking(stopped=0.5, meanwhile=lambda: None)
+    monkeypatch.setattr(claimed_lifecycle, "time", clock)
+    starts = []
+
+    assert claimed.start_unless_lost(lambda: starts.append(True)) is True  # still held
+    assert starts == [True] and clock.calls == 4

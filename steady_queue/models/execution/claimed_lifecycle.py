@@ -97,16 +97,18 @@ class ClaimedLifecycle(ClaimedFinish):
         (the query's answer read after it resumed) or just after could have been pruned
         meanwhile. Being pruned takes a stop of at least half the alive threshold (the
         heartbeat beats more often than that), so an answer that took longer to reach
-        the start is asked again.
+        the start is asked again, once (the second answer is read by a process that was
+        just running; a zero threshold must not ask forever).
         """
         fresh = steady_queue.process_alive_threshold.total_seconds() / 2
-        while True:
+        for _ in range(2):
             asked_at = time.monotonic()
             if self.lost_while_waiting():
                 return False
             if time.monotonic() - asked_at < fresh:
-                start()
-                return True
+                break
+        start()
+        return True
 
     @classmethod
     def _with_jobs(cls, claims: QuerySet) -> list[ClaimedLifecycle]:
