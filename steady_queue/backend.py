@@ -28,6 +28,15 @@ TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
 
 @ours.register
 class SteadyQueueBackend(BaseTaskBackend):
+    """The Django tasks backend that stores jobs in the queue database for Steady Queue's workers.
+
+    Name it in ``TASKS`` (``"BACKEND": "steady_queue.backend.SteadyQueueBackend"``).
+    ``QUEUES`` lists the queue names its tasks may use (``["default"]`` when left out;
+    an empty list allows any name), and ``OPTIONS["database"]`` gives it a queue
+    database of its own. It supports priorities, ``run_after`` (an aware datetime or a
+    ``timedelta``), async tasks and ``get_result()``.
+    """
+
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
@@ -79,6 +88,7 @@ class SteadyQueueBackend(BaseTaskBackend):
         return results
 
     async def aenqueue(self, task: Task, args, kwargs) -> TaskResult:
+        """Enqueue like ``enqueue()``, from async code (in a thread, so the loop runs on)."""
         return await sync_to_async(self.enqueue, thread_sensitive=True)(task, args, kwargs)
 
     def get_result(self, result_id: str) -> TaskResult:
@@ -94,15 +104,21 @@ class SteadyQueueBackend(BaseTaskBackend):
             return result_for(job)
 
     async def aget_result(self, result_id: str) -> TaskResult:
+        """Return the TaskResult like ``get_result()``, from async code."""
         return await sync_to_async(self.get_result, thread_sensitive=True)(result_id)
 
     def check(self, **kwargs):
+        """Yield Django's checks of a backend, then Steady Queue's (its queues, its database)."""
         from .checks import check_backend
 
         yield from super().check(**kwargs)
         yield from check_backend(self)
 
     def validate_task(self, task: Task) -> None:
+        """Raise InvalidTask if this backend cannot run ``task`` (queue, priority, run_after).
+
+        A ``run_after`` given as a ``timedelta`` (counted from the enqueue) is valid.
+        """
         # Django validates run_after as a datetime; a delay is valid here too.
         if isinstance(task.run_after, timedelta):
             return super().validate_task(dataclasses.replace(task, run_after=None))

@@ -159,6 +159,7 @@ def announce_crash(sender, job: Job, **kwargs) -> None:
 
 @receiver(task_started, dispatch_uid="steady_queue.log.started")
 def log_started(sender, task_result, **kwargs) -> None:
+    """Log a Steady Queue job's start on ``steady_queue.jobs``, with its fields as ``extra``."""
     if ours.is_our_class(sender):
         log.logger.info(
             "Started job %s %s (attempt %d, worker %s)",
@@ -172,6 +173,7 @@ def log_started(sender, task_result, **kwargs) -> None:
 
 @receiver(task_finished, dispatch_uid="steady_queue.log.finished")
 def log_finished(sender, task_result, **kwargs) -> None:
+    """Log a Steady Queue job's end (or failed attempt) on ``steady_queue.jobs``."""
     if not ours.is_our_class(sender):
         return
     started, finished = task_result.last_attempted_at, task_result.finished_at

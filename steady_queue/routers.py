@@ -24,16 +24,22 @@ class SteadyQueueRouter:
     """Route the steady_queue app's models to ``steady_queue.database``, and only them."""
 
     def db_for_read(self, model, **hints) -> str | None:
+        """Read Steady Queue's models from the queue database; leave the others alone."""
         return db.alias() if model._meta.app_label == APP_LABEL else None
 
     def db_for_write(self, model, **hints) -> str | None:
+        """Write Steady Queue's models to the queue database; leave the others alone."""
         return db.alias() if model._meta.app_label == APP_LABEL else None
 
     def allow_relation(self, obj1, obj2, **hints) -> bool | None:
+        """Allow relations between two of Steady Queue's rows; no opinion otherwise."""
         ours = {obj._meta.app_label == APP_LABEL for obj in (obj1, obj2)}
         return True if ours == {True} else None
 
     def allow_migrate(self, database: str, app_label: str, **hints) -> bool | None:
+        """Create Steady Queue's tables on every queue database, and other apps' tables on none
+        of them but ``default``.
+        """
         queue_databases = db.queue_aliases()
         if app_label == APP_LABEL:
             return database in queue_databases

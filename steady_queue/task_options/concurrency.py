@@ -23,6 +23,15 @@ KEY_LENGTH = 255
 
 @dataclass(frozen=True, kw_only=True)
 class ConcurrencyLimit:
+    """A task's concurrency limit, as ``@limits_concurrency`` declares it.
+
+    ``key`` names the jobs that share slots (a string, or a callable of the task's
+    arguments), ``to`` how many of them may run at once, ``duration`` how long a slot
+    is guaranteed to its holder (default ``steady_queue.default_concurrency_control_period``),
+    ``group`` the tasks that share keys (default: the task's path), and ``on_conflict``
+    whether extra jobs wait (``"block"``) or are dropped at enqueue (``"discard"``).
+    """
+
     key: str | Callable[..., Any]
     to: int = 1
     duration: timedelta | None = None
@@ -31,6 +40,7 @@ class ConcurrencyLimit:
 
     @property
     def expires_in(self) -> timedelta:
+        """How long a slot is guaranteed to its holder: ``duration``, or the project default."""
         return self.duration or steady_queue.default_concurrency_control_period
 
     def key_for(self, args: list | tuple, kwargs: dict) -> str:

@@ -26,10 +26,17 @@ from .retryable import Retryable, RetryableQuerySet
 class JobQuerySet(
     RetryableQuerySet, OperationsQuerySet, CancellableQuerySet, ClearableQuerySet, QueueQuerySet
 ):
+    """``Job.objects``: the operations API on any queryset of jobs (``retry_all()``,
+    ``discard_all()``, ``dispatch_all_now()``, ``release_all()``, ``cancel_all()``,
+    ``clear_finished_in_batches()``), each in batches with a bounded number of queries.
+    """
+
     def finished(self) -> JobQuerySet:
+        """Jobs that succeeded (their ``finished_at`` is set)."""
         return self.filter(finished_at__isnull=False)
 
     def pending(self) -> JobQuerySet:
+        """Jobs that have not succeeded: queued, running or failed."""
         return self.filter(finished_at__isnull=True)
 
     def with_execution(self) -> JobQuerySet:

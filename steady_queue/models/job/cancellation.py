@@ -29,6 +29,8 @@ MESSAGE = "cancelled"
 
 
 class Cancellable:
+    """Cancel one job: end it at once if it has not started, else ask its run to stop."""
+
     def cancel(self) -> None:
         """Cancel this job: at once if it has not started, else ask its run to stop."""
         if type(self).objects.filter(pk=self.pk).cancel_all() == 0:
@@ -68,6 +70,8 @@ class Cancellable:
 
 
 class CancellableQuerySet(models.QuerySet):
+    """Cancel the jobs of a queryset, a batch per transaction."""
+
     def cancel_all(self, batch_size: int = 500) -> int:
         """Cancel every job of this queryset that has not ended; return how many.
 

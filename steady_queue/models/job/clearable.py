@@ -11,6 +11,8 @@ from ... import db
 
 
 class ClearableQuerySet(models.QuerySet):
+    """Delete finished jobs in short transactions (see ``steady_queue.cleanup``)."""
+
     def clear_finished_in_batches(
         self,
         *,

@@ -61,6 +61,8 @@ class Operations:
 
 
 class OperationsQuerySet(models.QuerySet):
+    """Bulk actions on the jobs of a queryset, a batch per transaction; each returns how many."""
+
     def discard_all(self, batch_size: int = 500) -> int:
         """Delete the jobs of this queryset in a discardable state; return how many.
 

@@ -62,6 +62,8 @@ class Retryable:
 
 
 class RetryableQuerySet(models.QuerySet):
+    """Retry the failed jobs of a queryset."""
+
     def retry_all(self, batch_size: int = 500) -> int:
         """Queue every failed job of this queryset again, a batch at a time; return how many."""
         from ..execution import FailedExecution
