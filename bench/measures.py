@@ -29,7 +29,9 @@ from steady_queue.runner.perform import perform
 
 @dataclass
 class Plan:
-    """What to measure, and how much: ``full()`` for the README, ``smoke()`` for CI."""
+    """What to measure, and how much: ``full()`` for the figures of
+    docs/reference/performance.md, ``smoke()`` for CI.
+    """
 
     jobs: int
     dtdb_jobs: int

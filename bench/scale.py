@@ -26,8 +26,8 @@ start of many processes on few cores is not counted.
 
 ``--pgbouncer``: the worker processes connect through a PgBouncer in transaction pooling
 mode (Debian's package; ``--pool`` server connections) and LISTEN on a direct
-connection, as README "Behind PgBouncer" sets it up. The samples of database CPU and
-lock waits still see every server process.
+connection, as "Behind PgBouncer" (docs/explanation/scaling.md) sets it up. The samples
+of database CPU and lock waits still see every server process.
 
 The database (``--name``, default sq_bench_scale) is dropped and created again.
 """

@@ -54,7 +54,8 @@ if CONN_MAX_AGE := os.environ.get("SQ_BENCH_CONN_MAX_AGE"):
 DJ_QUEUE = importlib.util.find_spec("dj_queue") is not None
 
 # bench/scale.py --pgbouncer: the worker processes go through PgBouncer (transaction
-# pooling) on this port and LISTEN on a direct connection (README "Behind PgBouncer").
+# pooling) on this port and LISTEN on a direct connection (docs/explanation/scaling.md,
+# "Behind PgBouncer").
 if DB == "postgres" and (PGBOUNCER_PORT := os.environ.get("SQ_BENCH_PGBOUNCER_PORT")):
     import steady_queue
 

@@ -1,6 +1,7 @@
 """A built-in task to schedule yourself: the cleanup of finished jobs.
 
-Nothing here runs unless you schedule it; see "Clearing finished jobs" in the README::
+Nothing here runs unless you schedule it; see "Clearing finished jobs" in
+docs/reference/operations.md::
 
     from steady_queue.task_options.recurring_task import recurring
     from steady_queue.cleanup import clear_finished_jobs

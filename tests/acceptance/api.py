@@ -1,4 +1,4 @@
-"""The names the README tells users to import: from ``django.tasks`` on Django 6,
+"""The names the docs tell users to import: from ``django.tasks`` on Django 6,
 from the ``django_tasks`` backport on Django 5.2."""
 
 try:

@@ -1,4 +1,5 @@
-"""Fixtures of the acceptance suite: black-box checks of what README.md and DESIGN.md promise."""
+"""Fixtures of the acceptance suite: black-box checks of what README.md, docs/ and DESIGN.md
+promise."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""README "Arguments": every supported type round-trips; everything else is refused."""
+"""docs/reference/tasks.md, "Arguments": every supported type round-trips; everything else
+is refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README "Enqueue many tasks at once" (DESIGN: bulk enqueue)."""
+"""docs/reference/tasks.md, "Enqueue many tasks at once" (DESIGN: bulk enqueue)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,8 @@ def test_constant_number_of_queries_with_scheduled_jobs():
 
 def _inserts(n: int, execution_model) -> int:
     """INSERT statements for ``n`` jobs and executions: one per table, except where
-    Django 5.2 splits SQLite statements at 999 parameters (documented in the README)."""
+    Django 5.2 splits SQLite statements at 999 parameters (documented in
+    docs/reference/tasks.md)."""
     chunks = 0
     for model in (Job, execution_model):
         fields = _inserted_fields(model)

@@ -1,4 +1,4 @@
-"""README "Concurrency controls" (@limits_concurrency), checked in-process."""
+"""docs/reference/concurrency.md (@limits_concurrency), checked in-process."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_finishing_releases_the_next_blocked_job_highest_priority_first():
 
 
 def test_to_two_admits_exactly_two():
-    # deliver_announcement's key is contact.account_id, to=2 (the README's example).
+    # deliver_announcement's key is contact.account_id, to=2 (the docs' example).
     accounts = [Account.objects.create(name=f"a{i}") for i in range(1)]
     results = [deliver_announcement.enqueue(accounts[0]) for _ in range(4)]
     assert sorted(state(r) for r in results) == ["blocked", "blocked", "ready", "ready"]

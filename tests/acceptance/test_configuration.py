@@ -1,4 +1,5 @@
-"""README "Configuration", module-level settings and the system checks of "manage.py check"."""
+"""docs/reference/settings.md: "Configuration", module-level settings and the system checks
+of "manage.py check"."""
 
 from __future__ import annotations
 
@@ -173,7 +174,7 @@ def test_sqlite_not_set_up_like_the_readme_warns(monkeypatch, options):
     monkeypatch.setitem(default, "OPTIONS", README_SQLITE_OPTIONS)
     assert "steady_queue.W001" not in check_output()
     monkeypatch.setitem(default, "OPTIONS", options)
-    # The README: "`manage.py check` reports the warning steady_queue.W001".
+    # docs/reference/settings.md: "`manage.py check` reports the warning steady_queue.W001".
     assert "steady_queue.W001" in check_output()
 
 

@@ -1,4 +1,5 @@
-"""README "Reporting progress and rescheduling" (the context API)."""
+"""docs/reference/retries-and-failures.md, "Reporting progress and rescheduling" (the
+context API)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README "Dashboard" → "Mount it" and "Who may use it", checked through HTTP only."""
+"""docs/reference/dashboard.md: "Mount it" and "Who may use it", checked through HTTP only."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.tasks.acceptance import fail, receive
 
 pytestmark = pytest.mark.django_db
 
-DASHBOARD = "/jobs/"  # tests/urls.py mounts it as the README says
+DASHBOARD = "/jobs/"  # tests/urls.py mounts it as the docs say
 
 
 def user(username: str, *, staff=True, active=True, superuser=False, manage=False) -> User:

@@ -1,4 +1,5 @@
-"""README "Define and enqueue tasks", "Priority, queue and delay" and "Errors when enqueueing"."""
+"""docs/reference/tasks.md: "Define and enqueue tasks", "Priority, queue and delay" and
+"Errors when enqueueing"."""
 
 from __future__ import annotations
 

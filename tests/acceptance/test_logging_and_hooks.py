@@ -1,4 +1,5 @@
-"""README "Logging" and "Lifecycle hooks" (the registration side; process tests run them)."""
+"""docs/reference/logging-and-monitoring.md ("Logging") and hooks-and-signals.md ("Lifecycle
+hooks"): the registration side; process tests run them."""
 
 from __future__ import annotations
 

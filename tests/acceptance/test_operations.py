@@ -1,4 +1,5 @@
-"""README "Operations API": one-job actions, queryset actions, queues, clearing finished jobs."""
+"""docs/reference/operations.md: one-job actions, queryset actions, queues, clearing
+finished jobs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""README "Run the workers", "Configuration", "Running the queue", "Signals", "Crashes and
-delivery guarantees", "Lifecycle hooks" and "Recurring tasks", with the real command."""
+"""docs/reference/command.md, settings.md ("Configuration"), hooks-and-signals.md, recurring.md and
+docs/explanation/guarantees.md, with the real command."""
 
 from __future__ import annotations
 

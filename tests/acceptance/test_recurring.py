@@ -1,4 +1,4 @@
-"""README "Recurring tasks": declarations, checks and the RecurringTask API (in-process)."""
+"""docs/reference/recurring.md: declarations, checks and the RecurringTask API (in-process)."""
 
 from __future__ import annotations
 

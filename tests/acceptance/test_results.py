@@ -1,4 +1,4 @@
-"""README "Results" and the Django 6 tasks contract the backend implements."""
+"""docs/reference/tasks.md, "Results", and the Django 6 tasks contract the backend implements."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README "Retries and failed jobs" and "Error reporting"."""
+"""docs/reference/retries-and-failures.md: "Retries and failed jobs" and "Error reporting"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README "Testing your own tasks": steady_queue.testing.run_ready_jobs."""
+"""docs/reference/testing.md: steady_queue.testing.run_ready_jobs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_welcome_email_is_sent(db):
-    # The README's example, as written.
+    # The docs' example, as written.
     result = send_welcome_email.enqueue(42)
     run_ready_jobs()  # also runs jobs that those jobs enqueue
     result.refresh()

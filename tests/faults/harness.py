@@ -52,7 +52,7 @@ class Figures:
     problems: list[str] = field(default_factory=list)
     released_by_hand: list[str] = field(
         default_factory=list
-    )  # labels, README: may run over the limit
+    )  # labels, docs/reference/concurrency.md: may run over the limit
 
     @classmethod
     def total(cls, scenarios: list[Figures]) -> Figures:
@@ -226,8 +226,9 @@ def check(
     if figures.left_claimed:
         figures.problems.append(f"{figures.left_claimed} jobs left claimed")
 
-    # README: a pruned worker that resumes starts nothing more; the runs it had begun
-    # (task_started sent) before it froze carry on, and may exceed the limit a while.
+    # docs/explanation/guarantees.md: a pruned worker that resumes starts nothing more; the
+    # runs it had begun (task_started sent) before it froze carry on, and may exceed the
+    # limit a while.
     begun = {(label, pid): at for label, pid, at in record.begun()}
     late = [
         (label, pid) for (label, pid), at in begun.items() if pid in frozen and at > frozen[pid]
@@ -270,7 +271,7 @@ def limit_violations(
 
     A run with no end ended when its process died: at the kill, or when the test saw
     an orphaned worker gone (later than it really ended, so never an undercount).
-    Jobs ``released`` by hand may start over the limit (README "Concurrency controls");
+    Jobs ``released`` by hand may start over the limit (docs/reference/concurrency.md);
     they count as running all the same, so no other job may start beside them.
     """
     by_key: dict[str, list[tuple[float, int, str]]] = defaultdict(list)

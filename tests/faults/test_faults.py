@@ -1,4 +1,4 @@
-"""README "Crashes and delivery guarantees" and "Concurrency controls" under faults, with
+"""docs/explanation/guarantees.md and docs/reference/concurrency.md under faults, with
 the real ``manage.py steady_queue``: kill -9 of workers and supervisors, a worker frozen
 past the alive threshold, a PostgreSQL restart, and outcomes the database refuses.
 
@@ -62,8 +62,8 @@ def assert_promise_kept(fleet, *, settle_within: float, frozen=None) -> None:
 def release_blocked_by_hand(fleet) -> None:
     """Two long jobs of one key run; the dashboard's Release on two more that wait.
 
-    README: those two run at once, over the limit; no other job of the key starts
-    until fewer than two hold a slot.
+    docs/reference/concurrency.md: those two run at once, over the limit; no other job of
+    the key starts until fewer than two hold a slot.
     """
     enqueue_all([(tasks.limited, [f"lim-hand-{n}", "by-hand", 1.5], {}) for n in range(6)])
     started_at_least(fleet, 2)  # nothing else is queued yet
@@ -76,7 +76,7 @@ def release_blocked_by_hand(fleet) -> None:
 
 def test_kill_workers_and_supervisors(fleet):
     # A worker that dies while its supervisor is dead leaves claims that only the next
-    # prune fails, once every alive threshold (README: Crashes and delivery guarantees).
+    # prune fails, once every alive threshold (docs/explanation/guarantees.md).
     # 5 s keeps that well inside the 20 s after which settle() calls a job stranded.
     fleet.start(SQ_ALIVE_THRESHOLD="5")
     release_blocked_by_hand(fleet)  # the limit must hold all the same
@@ -193,9 +193,10 @@ def test_unstorable_outcomes_raising_receivers_and_base_exceptions(fleet):
 
 
 def test_timeouts_of_tasks_that_swallow_exceptions(fleet):
-    """README "Timeouts": a task's ``except Exception`` does not keep it running past its
-    timeout, and a thread stuck in a C call keeps its job's slot until it stops: no write
-    after its job ended (for good, or until its retry), no two holders of a to=1 slot."""
+    """docs/reference/cancelling-and-timeouts.md, "Timeouts": a task's ``except Exception``
+    does not keep it running past its timeout, and a thread stuck in a C call keeps its
+    job's slot until it stops: no write after its job ended (for good, or until its
+    retry), no two holders of a to=1 slot."""
     calls = [
         (tasks.swallows_its_timeout, [f"swallow-{n}", f"slot-{n % 4}", n % 3 == 0], {})
         for n in range(24)

@@ -1,6 +1,7 @@
-"""Log records about a job carry its fields as ``extra`` (README "Logging"), so a JSON
-formatter emits them; and a job still logs one line as it starts and one as it ends,
-with the ``steady_queue`` loggers at DEBUG."""
+"""Log records about a job carry its fields as ``extra``
+(docs/reference/logging-and-monitoring.md), so a JSON formatter emits them; and a job
+still logs one line as it starts and one as it ends, with the ``steady_queue`` loggers at
+DEBUG."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Settings of processes that reach PostgreSQL through PgBouncer in transaction mode.
 
-What the README's "Behind PgBouncer" section tells users to set: psycopg prepares no
+What "Behind PgBouncer" (docs/explanation/scaling.md) tells users to set: psycopg prepares no
 statement (``prepare_threshold: None``), no server-side cursors, and LISTEN on a
 direct connection (``steady_queue.listen_database``).
 """

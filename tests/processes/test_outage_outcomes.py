@@ -1,7 +1,7 @@
 """A run whose database connection is cut (as a database restart cuts it) still ends
 its job once, with its outcome recorded: the worker never gives the claim back.
 
-README "Crashes and delivery guarantees": "A job that finished during the outage has
+docs/explanation/guarantees.md, "Database outages": "A job that finished during the outage has
 its outcome recorded once the database answers again"; jobs go back to ready only on
 QUIT and when a graceful stop outlasts shutdown_timeout.
 """

@@ -1,6 +1,6 @@
 """The engine and the dashboard through a real PgBouncer in transaction pooling mode.
 
-With the settings the README gives for PgBouncer (``prepare_threshold: None``, no
+With the settings docs/explanation/scaling.md gives for PgBouncer (``prepare_threshold: None``, no
 server-side cursors, ``steady_queue.listen_database`` naming a direct connection), a
 real ``manage.py steady_queue`` enqueues, claims, finishes, dispatches, runs recurring
 tasks and limits concurrency through it, and every dashboard page answers. Before,

@@ -1,6 +1,6 @@
-"""README "Arguments", as properties: every supported value comes back equal (through the
-database, too), and anything else is refused with SerializationError before a row is
-written."""
+"""docs/reference/tasks.md, "Arguments", as properties: every supported value comes back
+equal (through the database, too), and anything else is refused with SerializationError
+before a row is written."""
 
 from __future__ import annotations
 

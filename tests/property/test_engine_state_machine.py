@@ -3,8 +3,8 @@ run in-process through the engine's own API, keeps the engine's books straight:
 
 - every unfinished job sits in exactly one execution table, a finished one in none;
 - each semaphore counts exactly the jobs holding a slot of its key (ready or claimed);
-- no key ever has more holders than its limit, but for jobs released by hand (README
-  "Concurrency controls": they run over the limit, and take a slot all the same);
+- no key ever has more holders than its limit, but for jobs released by hand
+  (docs/reference/concurrency.md: they run over the limit, and take a slot all the same);
 - no job waits while a slot is free.
 """
 

@@ -1,4 +1,4 @@
-"""Tasks of the acceptance suite, written as a user following the README would write them.
+"""Tasks of the acceptance suite, written as a user following the docs would write them.
 
 In-process tests read what the tasks saw from ``SEEN`` (reset by the conftest);
 tasks run by real worker processes append lines to a file instead.
@@ -93,7 +93,8 @@ def on_secondary(value):
 # --- Concurrency ------------------------------------------------------------------------
 
 
-# The README's example, keyed by a column of the test models (they have no account_id).
+# The docs' example (docs/reference/concurrency.md), keyed by a column of the test models
+# (they have no account_id).
 @limits_concurrency(key=lambda contact: contact.name, to=2, duration=timedelta(minutes=5))
 @task()
 def deliver_announcement(contact):

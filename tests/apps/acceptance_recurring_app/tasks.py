@@ -1,4 +1,5 @@
-"""Recurring tasks the scheduler of the acceptance process tests finds (README examples)."""
+"""Recurring tasks the scheduler of the acceptance process tests finds (examples of
+docs/reference/recurring.md)."""
 
 from datetime import timedelta
 
