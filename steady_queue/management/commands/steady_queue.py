@@ -63,6 +63,16 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--mode",
+            choices=["fork", "async"],
+            default="fork",
+            help=(
+                "fork (default): each worker, dispatcher and the scheduler is a forked "
+                "process. async: they run as threads of the supervisor's one process; "
+                "a crashed one is restarted in place."
+            ),
+        )
+        parser.add_argument(
             "--liveness-file",
             metavar="PATH",
             help=(
@@ -91,6 +101,7 @@ class Command(BaseCommand):
                 only_workers=options["only_workers"],
                 only_dispatchers=options["only_dispatchers"],
                 skip_recurring=options["skip_recurring"],
+                mode=options["mode"],
             )
             try:
                 supervisor.start()
