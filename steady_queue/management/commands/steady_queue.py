@@ -66,11 +66,7 @@ class Command(BaseCommand):
             "--mode",
             choices=["fork", "async"],
             default="fork",
-            help=(
-                "fork (default): each worker, dispatcher and the scheduler is a forked "
-                "process. async: they run as threads of the supervisor's one process; "
-                "a crashed one is restarted in place."
-            ),
+            help="fork (default): a process for each; async: threads of this one process.",
         )
         parser.add_argument(
             "--liveness-file",
