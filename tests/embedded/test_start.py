@@ -73,3 +73,20 @@ def test_other_scopes_pass_through_the_lifespan_wrapper():
     asyncio.run(lifespan(app)({"type": "http"}, None, None))
     asyncio.run(lifespan(app)({"type": "websocket"}, None, None))
     assert seen == ["http", "websocket"]
+
+
+def test_an_interpreter_exiting_normally_stops_its_queue_gracefully(serve, run_log, tmp_path):
+    done = tmp_path / "done"
+    script = serve("tests.embedded.exit_normally", str(done))
+    script.wait_for_queue(children=3)
+    release = tmp_path / "release"
+    held = tasks.hold.enqueue(str(run_log.path), "held", str(release))
+    wait_until(lambda: run_log.entries("start") == ["held"], what="the job to start")
+
+    done.touch()  # the script returns without calling stop()
+    wait_until(lambda: "Stopped Dispatcher" in script.output(), what="the queue to stop")
+    release.touch()
+
+    assert script.wait() == 0, script.output()
+    assert Job.objects.get(pk=held.id).finished_at is not None
+    assert not Process.objects.exists()
