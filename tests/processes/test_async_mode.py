@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from collections import Counter
 
 import pytest
 
@@ -114,6 +115,27 @@ def test_a_worker_thread_that_crashes_is_restarted_in_place_and_work_goes_on(
         what="later jobs to run",
     )
     assert sorted(run_log.entries()) == ["crash", *(f"later-{n}" for n in range(5))]
+
+
+def test_a_recycled_worker_thread_is_replaced_at_once_and_loses_no_job(start_supervisor, run_log):
+    labels = [f"job-{n}" for n in range(40)]
+    for label in labels:
+        tasks.record.enqueue(str(run_log.path), label)
+    supervisor = start_supervisor("RECYCLE_AFTER_JOBS", *ASYNC, children=2)
+
+    wait_until(lambda: len(run_log.entries()) == 40, what="every job to run")
+
+    assert sorted(run_log.entries()) == sorted(labels)  # each once
+    assert run_log.pids() == {supervisor.pid}
+    runs = Job.objects.values_list("attempts", flat=True)
+    per_worker = Counter(attempts[0]["worker_id"] for attempts in runs)
+    assert max(per_worker.values()) == 10 and len(per_worker) >= 4, per_worker
+    replaced = wait_until(
+        lambda: [w for w in supervisor.children(Process.Kind.WORKER) if "replaced" in w.metadata],
+        what="a worker that replaced a recycled one",
+    )
+    assert replaced[0].metadata["replaced"]["reason"] == "recycled after 10 jobs"
+    assert replaced[0].pid == supervisor.pid
 
 
 def test_several_async_supervisors_share_the_jobs_without_running_one_twice(
