@@ -46,6 +46,11 @@ database: str = "default"
 # processes poll). Behind a pooler, name an alias that connects to PostgreSQL directly.
 # False: never listen, always poll.
 listen_database: str | bool | None = None
+# What a queue embedded in the web server runs (steady_queue.embedded: the ASGI lifespan,
+# the Gunicorn hooks, start()): "all" (workers, dispatchers and the scheduler),
+# "workers_and_dispatchers" (no scheduler), or "workers" (run the dispatchers and the
+# scheduler elsewhere, e.g. ``manage.py steady_queue --only-dispatchers``).
+embedded_processes: str = "all"
 
 # The public API, importable from the package itself (``from steady_queue import
 # recurring``) and loaded on first use (PEP 562): importing ``steady_queue`` in

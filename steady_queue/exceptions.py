@@ -129,3 +129,7 @@ class BatchError(ValueError):
 #: The ``exception_class`` a cancelled job's failure is stored with: the dashboard, the ops
 #: commands and the health checks tell cancelled jobs from failed ones by it (an index).
 CANCELLED_CLASS = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"
+
+
+class EmbeddedQueueAlreadyRunning(RuntimeError):
+    """``steady_queue.embedded.start()`` was called while this process runs a queue already."""

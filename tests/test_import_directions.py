@@ -47,6 +47,8 @@ RULES = {
         "steady_queue.management",
     ],
     "steady_queue": ["steady_queue_dashboard"],
+    # The queue inside the web server: an entry point like the commands, over processes.
+    "steady_queue/embedded": ["steady_queue.management", "steady_queue_dashboard"],
     "steady_queue_dashboard": ["steady_queue.processes", "steady_queue.storage"],
 }
 FORBIDDEN = tuple(RULES["steady_queue/models"])

@@ -46,6 +46,9 @@ class Base(Interruptible):
         self.orphaned = False
         # The process's exit status once it stops (a recycled worker's says so).
         self.exit_status = 0
+        # Run as a thread of its supervisor's process (async mode, embedded): signals
+        # are the process's, not this thread's, and the supervisor cannot vanish alone.
+        self.in_thread = False
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name} (pid {os.getpid()})"
@@ -72,6 +75,8 @@ class Base(Interruptible):
         self.stop()
 
     def install_signal_handlers(self) -> None:
+        if self.in_thread:  # only the main thread may; its supervisor stops this one
+            return
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
         signal.signal(signal.SIGINT, lambda *_: self.stop())
         signal.signal(signal.SIGQUIT, lambda *_: self.quit())

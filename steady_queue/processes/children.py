@@ -4,8 +4,10 @@ growing back-off after quick crashes)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,6 +101,21 @@ class Children:
         self.exited.append((name, error))
         if not stopping:
             self._schedule_restart(fork)
+
+    def signal_all(self, signum: int) -> None:
+        """Send ``signum`` to every child."""
+        for pid in self.forks:
+            with contextlib.suppress(ProcessLookupError):  # already gone: reaping will tell
+                os.kill(pid, signum)
+
+    def kill_remaining(self, *, stopping: bool) -> None:
+        """Kill the children still running (after QUIT) and record their exits."""
+        for pid in list(self.forks):
+            logger.error("Killing pid %d: it did not stop after QUIT", pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            self.exit(self.forks.pop(pid), pid, status, stopping=stopping)
 
     def _replace_recycled(self, fork: Fork, pid: int, status: int) -> None:
         """Start a fresh worker in the slot at once: recycling is no crash, no back-off."""

@@ -5,9 +5,7 @@ Forking, reaping and restarting its children is ``children``'s part.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -27,12 +25,15 @@ from .outages import OutageLog, close_connections
 from .pidfile import Pidfile
 from .poller import Poller
 from .scheduler import Scheduler
+from .threads import ThreadChildren
 from .worker import Worker
 
 logger = logging.getLogger("steady_queue.processes")
 
 # How long children get to deregister after QUIT before they are killed.
 QUIT_TIMEOUT = 10.0
+# How the children run: forked (the default), or as threads of this process.
+MODES = {"fork": Children, "async": ThreadChildren}
 
 
 class Supervisor(Base):
@@ -41,14 +42,22 @@ class Supervisor(Base):
     TERM/INT: children get TERM and up to ``shutdown_timeout`` to finish their jobs, then
     QUIT. QUIT: children get QUIT at once. The supervisor never runs threads, so that
     forking is safe, and it closes its database connections before each fork.
+
+    ``mode="async"`` runs the children as threads of this process instead
+    (``threads.ThreadChildren``); in a thread itself (``in_thread``, embedded in a web
+    server) it installs no signal handlers, no pidfile and no liveness file: whoever
+    started it calls ``stop()`` or ``quit()``.
     """
 
     kind = Process.Kind.SUPERVISOR
 
-    def __init__(self, factories: list[Callable[[], Poller]]):
+    def __init__(self, factories: list[Callable[[], Poller]], *, mode: str = "fork"):
         super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"Unknown mode {mode!r}: use one of {', '.join(MODES)}")
         self.factories = factories
-        self.children = Children(factories)
+        self.mode = mode
+        self.children = MODES[mode](factories)
         self._received: list[int] = []
         self._next_heartbeat = 0.0
         self._next_prune = 0.0
@@ -62,6 +71,7 @@ class Supervisor(Base):
         only_workers: bool = False,
         only_dispatchers: bool = False,
         skip_recurring: bool = False,
+        mode: str = "fork",
     ) -> Supervisor:
         """Build the supervisor of the processes ``options`` describe, minus those skipped."""
         factories: list[Callable[[], Poller]] = []
@@ -73,17 +83,19 @@ class Supervisor(Base):
                 factories.append(partial(Dispatcher.from_configuration, config))
             if not skip_recurring:
                 factories.append(Scheduler)
-        return cls(factories)
+        return cls(factories, mode=mode)
 
     def metadata(self) -> dict:
-        return {"pidfile": steady_queue.supervisor_pidfile, "processes": len(self.factories)}
+        pidfile = None if self.in_thread else steady_queue.supervisor_pidfile
+        return {"pidfile": pidfile, "processes": len(self.factories), "mode": self.mode}
 
     def start(self) -> None:
         """Supervise until a signal stops us, then stop every child."""
-        self.pidfile = Pidfile(steady_queue.supervisor_pidfile or "")
-        if steady_queue.supervisor_pidfile:
+        standalone = not self.in_thread  # embedded, the web server has its own
+        self.pidfile = Pidfile((standalone and steady_queue.supervisor_pidfile) or "")
+        if standalone and steady_queue.supervisor_pidfile:
             self.pidfile.setup()
-        self.liveness = LivenessFile(steady_queue.liveness_file)
+        self.liveness = LivenessFile(steady_queue.liveness_file if standalone else None)
         self.liveness.touch()
         try:
             self.boot()
@@ -107,6 +119,8 @@ class Supervisor(Base):
             self.children.start(slot, self.process, parent=self)
 
     def install_signal_handlers(self) -> None:
+        if self.in_thread:
+            return
         for signum in HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
         # A child's exit wakes the loop, so that it is reaped and replaced at once.
@@ -198,12 +212,7 @@ class Supervisor(Base):
     def _terminate_immediately(self) -> None:
         self._signal_forks(signal.SIGQUIT)
         self._wait_for_forks(QUIT_TIMEOUT)
-        forks = self.children.forks
-        for pid in list(forks):
-            logger.error("Killing pid %d: it did not stop after QUIT", pid)
-            self._signal(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            self.children.exit(forks.pop(pid), pid, status, stopping=self.stopping)
+        self.children.kill_remaining(stopping=self.stopping)
 
     def _wait_for_forks(self, timeout: float, *, until_quit: bool = False) -> None:
         deadline = time.monotonic() + timeout
@@ -216,9 +225,4 @@ class Supervisor(Base):
         self.children.reap(stopping=self.stopping)
 
     def _signal_forks(self, signum: int) -> None:
-        for pid in self.children.forks:
-            self._signal(pid, signum)
-
-    def _signal(self, pid: int, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):  # already gone: reaping will tell
-            os.kill(pid, signum)
+        self.children.signal_all(signum)

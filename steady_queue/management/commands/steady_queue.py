@@ -63,6 +63,12 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--mode",
+            choices=["fork", "async"],
+            default="fork",
+            help="fork (default): a process for each; async: threads of this one process.",
+        )
+        parser.add_argument(
             "--liveness-file",
             metavar="PATH",
             help=(
@@ -91,6 +97,7 @@ class Command(BaseCommand):
                 only_workers=options["only_workers"],
                 only_dispatchers=options["only_dispatchers"],
                 skip_recurring=options["skip_recurring"],
+                mode=options["mode"],
             )
             try:
                 supervisor.start()

@@ -24,6 +24,7 @@ from ...runner.perform import perform_then_claim
 from .. import change_watcher, listener, pacing
 from ..outages import recover_connections
 from ..poller import Poller
+from . import abandoned
 from .async_claims import is_async_job, sort_claims
 from .async_slots import AsyncSlots
 from .ledger import Ledger, give_back
@@ -125,7 +126,7 @@ class Worker(Poller):
         self.pool.start()
         if self.async_slots is not None:
             self.async_slots.start()
-        deadlines.watchdog().on_abandon = self._abandoned
+        abandoned.listen(self)
         self.listener = listener.start_for_worker(self)
         if self.listener is None:
             self.watcher = change_watcher.start_for_worker(self)
@@ -187,6 +188,7 @@ class Worker(Poller):
             if self.async_slots is not None:
                 self.async_slots.join(timeout=1.0)
         self.ledger.end_held()
+        abandoned.forget(self)
 
     def _hand_out(self, claimed: list[ClaimedExecution]) -> None:
         """Give each claimed job a free slot of the loop (async) or an idle thread.
