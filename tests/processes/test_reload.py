@@ -215,6 +215,26 @@ def test_a_signal_to_the_command_stops_everything_gracefully(
     assert "Restarting" not in reloading.output()
 
 
+def test_a_stop_during_a_reload_lets_its_graceful_stop_finish_and_restarts_nothing(
+    start_reloading, run_log, tmp_path, hooks_log
+):
+    reloading = start_reloading()
+    reloading.wait_for_workers()
+    job, release = start_holding_job(reloading, run_log, tmp_path)
+    reloading.wait_until_watching()
+    reloading.change("tasks.py")
+    wait_until(lambda: "Worker stop" in hooks_log.read_text(), what="the worker to stop")
+
+    reloading.outer.send(signal.SIGTERM)  # the supervisor is stopping already: not twice
+
+    release.touch()
+    assert_stopped_cleanly(reloading)
+    job.refresh_from_db()
+    assert job.finished_at is not None and len(job.attempts) == 1
+    assert run_log.entries("start") == run_log.entries("end") == ["held"]
+    assert "Restarting" not in reloading.output()
+
+
 def test_what_the_queue_writes_in_the_project_restarts_nothing(start_reloading, tmp_path):
     liveness = tmp_path / "reload_project" / "liveness"
     reloading = start_reloading("WORKER", "--liveness-file", str(liveness))
