@@ -48,6 +48,8 @@ PR_SET_PDEATHSIG = 1
 def watch_and_fork() -> None:
     """Fork: the fork returns, to run the supervisor; here, watch until it ends, then exit."""
     _prepare_for_fork()
+    sys.stdout.flush()  # else what is buffered would be written by both processes
+    sys.stderr.flush()
     watcher_pid = os.getpid()
     signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)  # until they are passed on
     pid = os.fork()
@@ -136,7 +138,9 @@ class Watcher:
             return
         self.requested += 1
         if self.requested > self.sent:  # else a reload's stop already does what was asked
-            self._send(signum)
+            # TERM, which the supervisor takes as INT: before it handles them, TERM ends
+            # the fork quietly, where INT would raise KeyboardInterrupt.
+            self._send(signal.SIGTERM)
 
     def _send(self, signum: int) -> None:
         if signum != signal.SIGQUIT:

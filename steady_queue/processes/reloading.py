@@ -31,6 +31,9 @@ from .reload_watcher import RELOAD_EXIT_CODE, watch_and_fork
 
 logger = logging.getLogger("steady_queue.processes")
 
+# The exit status of a child that TERM ended before it could pass TERM on (as a shell says).
+STOPPED_BY_TERM = 128 + signal.SIGTERM
+
 
 def reload_on_changes() -> None:
     """Return in a fork that runs the supervisor, restarted on changes; exit anywhere else."""
@@ -57,8 +60,9 @@ class Restarter:
             signal.signal(signum, self._on_signal)
         while (code := self._run_child()) == RELOAD_EXIT_CODE and not self.stop_requested:
             logger.info("Restarting Steady Queue after a change")
-        # Stopped during a reload: the supervisor stopped as gracefully as asked.
-        return 0 if code == RELOAD_EXIT_CODE else code
+        if self.stop_requested and code in (RELOAD_EXIT_CODE, STOPPED_BY_TERM):
+            return 0  # stopped during a reload, or before a supervisor started: as asked
+        return code
 
     def _run_child(self) -> int:
         child = subprocess.Popen(self.arguments, env=self.environment, start_new_session=True)
@@ -74,6 +78,9 @@ class Restarter:
 
     def _on_signal(self, signum: int, frame) -> None:
         self.stop_requested = True
+        # The same stop for the command, and a child still starting ends quietly on TERM
+        # where INT would raise KeyboardInterrupt.
+        signum = signal.SIGTERM if signum == signal.SIGINT else signum
         if self.child is None:
             self.pending.append(signum)
         else:

@@ -24,6 +24,8 @@ from tests.tasks import processes as tasks
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
 WATCHING = "Watching the project's Python files"
+# A bound, not a wait: a restart starts Python and Django again, slow on a loaded machine.
+RESTART_TIMEOUT = 60.0
 SETTINGS = """\
 from tests.processes.settings import *  # noqa: F403
 from tests.processes.settings import INSTALLED_APPS
@@ -57,7 +59,7 @@ class Reloading:
                     return supervisor, worker
             return None
 
-        return wait_until(ready, what="a supervisor with its worker")
+        return wait_until(ready, timeout=RESTART_TIMEOUT, what="a supervisor with its worker")
 
     def wait_until_watching(self, times: int = 1) -> None:
         wait_until(lambda: self.output().count(WATCHING) >= times, what="the files to be watched")
@@ -67,7 +69,7 @@ class Reloading:
         path.write_text(path.read_text() + "# changed\n")
 
     def watcher_pid(self) -> int:
-        [pid] = [pid for pid in self.pids() if _parent(pid) == self.outer.pid]
+        [pid] = _children(self.outer.pid)
         return pid
 
     def pids(self) -> set[int]:
@@ -91,7 +93,12 @@ class Reloading:
             return False
 
 
-def _parent(pid: int) -> int | None:
+def _children(pid: int) -> list[int]:
+    proc = Path("/proc")
+    return [int(e.name) for e in proc.iterdir() if e.name.isdigit() and _parent(e.name) == pid]
+
+
+def _parent(pid: int | str) -> int | None:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (FileNotFoundError, ProcessLookupError):
@@ -179,7 +186,11 @@ def test_a_job_running_past_shutdown_timeout_is_released_and_runs_again_once(
 
     reloading.change("settings.py")  # a module the watching process imported
 
-    wait_until(lambda: run_log.entries("start") == ["held", "held"], what="the job to run again")
+    wait_until(
+        lambda: run_log.entries("start") == ["held", "held"],
+        timeout=RESTART_TIMEOUT,
+        what="the job to run again",
+    )
     _, second_worker = reloading.wait_for_workers(replacing=first)
     release.touch()
     wait_until(lambda: Job.objects.get(pk=job.pk).finished_at, what="the job to finish")
@@ -213,6 +224,16 @@ def test_a_signal_to_the_command_stops_everything_gracefully(
     assert job.finished_at is not None and len(job.attempts) == 1
     assert run_log.entries("start") == run_log.entries("end") == ["held"]
     assert "Restarting" not in reloading.output()
+
+
+def test_a_stop_while_the_command_starts_leaves_nothing_behind(start_reloading):
+    reloading = start_reloading()
+    wait_until(lambda: _children(reloading.outer.pid), what="the watching process to start")
+
+    reloading.outer.send(signal.SIGINT)  # wherever it is in its start
+
+    assert_stopped_cleanly(reloading)
+    assert "Traceback" not in reloading.output()
 
 
 def test_a_stop_during_a_reload_lets_its_graceful_stop_finish_and_restarts_nothing(
