@@ -19,7 +19,7 @@ PORT ?= 8000
 .PHONY: help demo test test-faults test-slow-processes test-django52 lint format system-deps check-db bench bench-smoke
 
 help:
-	@echo "make demo                  set up and run the demo site with a worker (http://127.0.0.1:$(PORT)/)"
+	@echo "make demo                  set up and run the demo site with a worker, restarted on code changes (http://127.0.0.1:$(PORT)/)"
 	@echo "make test [DB=sqlite|postgres|mysql] [ARGS=...] [JOBS=auto|N|0]"
 	@echo "                           install what the tests need and run the whole suite"
 	@echo "make test-faults [DB=...]  the fault suite (kill -9, SIGSTOP, a database restart), left out of make test"

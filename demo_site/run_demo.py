@@ -2,8 +2,10 @@
 """Set up the demo site, then run its web server and Steady Queue's supervisor together.
 
 Steps: migrate the SQLite database, create the staff login, seed demo jobs, start
-``manage.py runserver`` and ``manage.py steady_queue``. Ctrl-C or TERM stops both:
-the supervisor gets TERM, so it finishes its running jobs before it exits.
+``manage.py runserver`` and ``manage.py steady_queue --reload`` (an edit to a Python
+file of the demo restarts the workers, after they finish or release their jobs). Ctrl-C
+or TERM stops both: the supervisor gets TERM, so it finishes its running jobs before it
+exits.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, raise_stop)
     try:
         processes["web server"] = start("runserver", "--noreload", f"{options.host}:{options.port}")
-        processes["supervisor"] = start("steady_queue")
+        processes["supervisor"] = start("steady_queue", "--reload")
         announce(options.host, options.port, processes)
         return wait_for_first_exit(processes)
     except Stop:

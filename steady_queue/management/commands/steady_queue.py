@@ -14,6 +14,7 @@ from steady_queue import configuration, preflight
 from steady_queue.ops import backends
 from steady_queue.processes.per_database import run_per_database
 from steady_queue.processes.pidfile import SupervisorAlreadyRunning
+from steady_queue.processes.reloading import reload_on_changes
 from steady_queue.processes.supervisor import Supervisor
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] pid=%(process)d %(message)s"
@@ -77,6 +78,7 @@ class Command(BaseCommand):
                 "steady_queue.liveness_file."
             ),
         )
+        _add_reload_argument(parser)
 
     def handle(self, *args, **options) -> None:
         _configure_logging(options["verbosity"])
@@ -90,6 +92,8 @@ class Command(BaseCommand):
             raise CommandError(problem, returncode=2)
         databases = list(dict.fromkeys(_database_of(alias) for alias in options["backend"] or []))
         _check_tables(databases or [steady_queue.database])
+        if options["reload"]:
+            reload_on_changes()  # returns only in a fork, which runs what follows
 
         def supervise() -> int:
             supervisor = Supervisor.from_configuration(
@@ -112,6 +116,17 @@ class Command(BaseCommand):
         if databases:  # before anything reads the database, and before any fork
             steady_queue.database = databases[0]
         supervise()
+
+
+def _add_reload_argument(parser) -> None:
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help=(
+            "For development: restart the supervisor when a Python file of the project "
+            "changes, after a graceful stop (docs/how-to/develop-with-reload.md)."
+        ),
+    )
 
 
 def _database_of(alias: str) -> str:
