@@ -29,22 +29,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser) -> None:
-        only = parser.add_mutually_exclusive_group()
-        only.add_argument(
-            "--only-workers",
-            action="store_true",
-            help="Run only the workers: no dispatchers and no scheduler.",
-        )
-        only.add_argument(
-            "--only-dispatchers",
-            action="store_true",
-            help="Run only the dispatchers, and the scheduler unless --skip-recurring.",
-        )
-        parser.add_argument(
-            "--skip-recurring",
-            action="store_true",
-            help="Do not run the scheduler that enqueues recurring tasks.",
-        )
+        _add_role_arguments(parser)
         parser.add_argument(
             "--config",
             metavar="DOTTED_PATH",
@@ -116,6 +101,26 @@ class Command(BaseCommand):
         if databases:  # before anything reads the database, and before any fork
             steady_queue.database = databases[0]
         supervise()
+
+
+def _add_role_arguments(parser) -> None:
+    """Which of the supervisor's kinds of process run: all by default."""
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument(
+        "--only-workers",
+        action="store_true",
+        help="Run only the workers: no dispatchers and no scheduler.",
+    )
+    only.add_argument(
+        "--only-dispatchers",
+        action="store_true",
+        help="Run only the dispatchers, and the scheduler unless --skip-recurring.",
+    )
+    parser.add_argument(
+        "--skip-recurring",
+        action="store_true",
+        help="Do not run the scheduler that enqueues recurring tasks.",
+    )
 
 
 def _add_reload_argument(parser) -> None:
