@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 DOCKER = DEPLOY / "docker"
 KUBERNETES = DEPLOY / "kubernetes"
+COMPOSE = DOCKER / "compose.yaml"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "kubernetes.json").read_text())
 
 
@@ -110,6 +111,17 @@ def yaml_documents(path: Path) -> list[dict]:
     documents = [document for document in yaml.safe_load_all(path.read_text()) if document]
     assert documents, f"{path} holds no YAML document"
     return documents
+
+
+def environment() -> dict[str, str]:
+    """The x-app environment every application service of compose.yaml runs with."""
+    (compose,) = yaml_documents(COMPOSE)
+    return {key: str(value) for key, value in compose["x-app"]["environment"].items()}
+
+
+def services() -> dict[str, dict]:
+    (compose,) = yaml_documents(COMPOSE)
+    return compose["services"]
 
 
 def manifests() -> dict[Path, list[dict]]:

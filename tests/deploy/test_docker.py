@@ -21,18 +21,20 @@ import pytest
 import steady_queue
 
 from .files import (
+    COMPOSE,
     DOCKER,
     ROOT,
     check_manage_command,
     dockerfile,
+    environment,
     option,
     seconds,
+    services,
     shell_words,
     yaml_documents,
 )
 
 DOCKERFILE = DOCKER / "Dockerfile"
-COMPOSE = DOCKER / "compose.yaml"
 PRODUCTION = DOCKER / "production"
 
 
@@ -65,17 +67,6 @@ def in_image(path: str):
 
 def workdir() -> str:
     return instructions("WORKDIR")[-1].arguments
-
-
-def environment() -> dict[str, str]:
-    """The x-app environment every application service of compose.yaml runs with."""
-    (compose,) = yaml_documents(COMPOSE)
-    return {key: str(value) for key, value in compose["x-app"]["environment"].items()}
-
-
-def services() -> dict[str, dict]:
-    (compose,) = yaml_documents(COMPOSE)
-    return compose["services"]
 
 
 def test_every_file_of_deploy_docker_is_checked_here():
