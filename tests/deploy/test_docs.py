@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
-from .files import DEPLOY, ROOT
+from .files import DEPLOY, ROOT, by_kind, keda_queries, unit
 
 PAGES = sorted((ROOT / "docs" / "how-to").glob("deploy-*.md"))
 FILES = sorted(
@@ -47,3 +48,26 @@ def test_python_blocks_are_marked_to_be_skipped(page):
             assert number and lines[number - 1].strip() == "<!-- skip-test -->", (
                 f"{page.name}:{number + 1}: a python block without <!-- skip-test --> before it"
             )
+
+
+def blocks(page: str, language: str) -> list[str]:
+    text = (ROOT / "docs" / "how-to" / page).read_text()
+    return [b.rstrip("\n") for b in re.findall(rf"```{language}\n(.*?)```", text, re.S)]
+
+
+def test_the_kubernetes_guide_shows_the_queries_keda_runs_as_they_stand():
+    assert blocks("deploy-kubernetes.md", "sql") == list(keda_queries().values())
+
+
+def test_the_kubernetes_guide_shows_the_workers_liveness_probe_as_it_stands():
+    (shown,) = [yaml.safe_load(b) for b in blocks("deploy-kubernetes.md", "yaml")]
+    (worker,) = [d for d in by_kind("Deployment") if d["metadata"]["name"].endswith("worker")]
+    (container,) = worker["spec"]["template"]["spec"]["containers"]
+    assert shown == {"livenessProbe": container["livenessProbe"]}
+
+
+def test_the_systemd_guide_names_the_settings_the_unit_has():
+    service = unit(DEPLOY / "systemd" / "steady-queue.service")["Service"]
+    text = (ROOT / "docs" / "how-to" / "deploy-systemd.md").read_text()
+    for key in ("KillMode", "KillSignal", "TimeoutStopSec", "Restart", "RestartSec"):
+        assert f"`{key}={service[key][-1]}`" in text, key
