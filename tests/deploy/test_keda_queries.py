@@ -7,6 +7,7 @@ PostgreSQL's clock arithmetic and runs on PostgreSQL (the scaler's only database
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
@@ -105,3 +106,23 @@ def test_the_latency_is_the_wait_of_the_job_a_worker_takes_next():
     assert 120 <= run(LATENCY) < 130
     Pause.objects.filter(queue_name="low").delete()
     assert 1000 <= run(LATENCY) < 1010
+
+
+@pytest.mark.postgres_only
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plan")
+@pytest.mark.django_db
+def test_the_latency_reads_the_poll_index_however_many_jobs_are_ready():
+    tasks.noop.enqueue()
+    (job,) = Job.objects.all()
+    copies = [
+        Job(task_path=job.task_path, queue_name=f"q{n % 7}", arguments={}, priority=n % 3)
+        for n in range(20_000)
+    ]
+    ReadyExecution.create_all_from_jobs(Job.objects.bulk_create(copies, batch_size=5000))
+    Pause.objects.create(queue_name="q1")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE steady_queue_ready_executions")
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {LATENCY}")
+        plan = json.dumps(cursor.fetchone()[0])
+    assert '"Index Name": "sq_poll_all"' in plan, plan
+    assert '"Node Type": "Sort"' not in plan, plan
