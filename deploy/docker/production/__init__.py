@@ -1,0 +1,1 @@
+"""The demo site's settings, URLs and WSGI entry point for a container (deploy/docker)."""
