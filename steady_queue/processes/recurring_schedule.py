@@ -56,7 +56,7 @@ class RecurringSchedule:
         tasks, checked, next_runs = {}, {}, {}
         for key, task in fresh.items():
             known = self.tasks.get(key)
-            if known is not None and known.schedule == task.schedule:
+            if known is not None and _same_times(known, task):
                 checked[key], next_runs[key] = self.checked[key], self.next_runs[key]
             elif (next_run := self._first_run(task, now)) is not None:
                 checked[key], next_runs[key] = now, next_run
@@ -128,3 +128,8 @@ class RecurringSchedule:
         if job is None:
             logger.debug("Recurring task %s at %s was enqueued elsewhere", task.key, run_at)
         return job is not None
+
+
+def _same_times(known, fresh) -> bool:
+    """Whether a re-read task fires when it did: a changed cron or zone starts afresh."""
+    return (known.schedule, known.timezone) == (fresh.schedule, fresh.timezone)
