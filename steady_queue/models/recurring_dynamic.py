@@ -80,7 +80,7 @@ def store(recurrence: Recurrence) -> tuple[RecurringTask, bool]:
     An update keeps the row's enabled flag and its last enqueued run (no run at or before
     it is enqueued again); a changed cron or time zone counts from the next poll on.
     """
-    _refuse_declared(recurrence.key)
+    refuse_declared(recurrence.key)
     values = _values(recurrence)
     try:
         with db.atomic():
@@ -103,7 +103,8 @@ def remove(key: str) -> bool:
     return bool(deleted)
 
 
-def _refuse_declared(key: str) -> None:
+def refuse_declared(key: str) -> None:
+    """Raise ``ScheduleError`` when ``key`` is a schedule declared with ``@recurring``."""
     declared = {recurrence.key for recurrence in discover()}
     if key in declared or RecurringTask.objects.static().filter(key=key).exists():
         raise ScheduleError(_declared_message(key), field="key")
