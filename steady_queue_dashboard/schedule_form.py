@@ -18,6 +18,8 @@ from steady_queue.exceptions import ScheduleError
 
 from . import adapter
 
+SMALL_TEXT = forms.Textarea(attrs={"rows": 2})
+
 
 class ScheduleForm(forms.Form):
     key = forms.CharField(label=_("Key"), max_length=255)
@@ -34,17 +36,17 @@ class ScheduleForm(forms.Form):
         help_text=_("An IANA name such as Europe/Paris; empty for the site's TIME_ZONE."),
     )
     args = forms.CharField(
-        label=_("Arguments (JSON list)"), required=False, initial="[]", widget=forms.Textarea
+        label=_("Arguments (JSON list)"), required=False, initial="[]", widget=SMALL_TEXT
     )
     kwargs = forms.CharField(
         label=_("Keyword arguments (JSON object)"),
         required=False,
         initial="{}",
-        widget=forms.Textarea,
+        widget=SMALL_TEXT,
     )
     queue_name = forms.CharField(label=_("Queue"), required=False, max_length=255)
     priority = forms.IntegerField(label=_("Priority"), required=False)
-    description = forms.CharField(label=_("Description"), required=False, widget=forms.Textarea)
+    description = forms.CharField(label=_("Description"), required=False, widget=SMALL_TEXT)
     catch_up = forms.IntegerField(label=_("Catch up (seconds)"), required=False, min_value=1)
 
     def __init__(self, *args: Any, key: str | None = None, **kwargs: Any):

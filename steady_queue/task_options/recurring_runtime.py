@@ -40,7 +40,7 @@ def build(
     """Check a schedule made at run time and return it; raise ``ScheduleError`` if it is bad."""
     _check_key(key)
     if error := schedule_error(cron if isinstance(cron, str) else ""):
-        raise ScheduleError(f"Bad cron schedule {cron!r}: {error}.", field="cron")
+        raise ScheduleError(f"Bad cron schedule {cron!r}: {error.rstrip('.')}.", field="cron")
     if error := timezone_error(timezone or ""):
         raise ScheduleError(error + ".", field="timezone")
     if catch_up is not None and (not isinstance(catch_up, timedelta) or catch_up <= timedelta()):
