@@ -178,3 +178,13 @@ def test_a_declared_schedule_follows_its_own_time_zone(declared):
         poll(scheduler)
 
     assert run_times("paris") == [utc(2030, 1, 1, 8, 0)]  # 09:00 in Paris, winter time
+
+
+def test_a_scheduler_warns_when_a_declaration_is_left_out_for_a_dynamic_schedule(declared, caplog):
+    schedule("shared-key", add, cron="0 3 * * *", args=[1, 2])
+    declare("* * * * *", key="shared-key")
+
+    booted(Clock(utc(2030, 1, 1)))
+
+    assert "a schedule made at run time holds its key" in caplog.text
+    assert RecurringTask.objects.get(key="shared-key").schedule == "0 3 * * *"
