@@ -94,7 +94,7 @@ class Schedulable:
         """The next run after now; None when the schedule is invalid or never fires."""
         try:
             return self.next_run_at()
-        except ValueError:  # croniter's errors, e.g. "0 0 30 2 *" (February 30th)
+        except (ValueError, KeyError):  # croniter's, e.g. "0 0 30 2 *"; zoneinfo's KeyError
             return None
 
     def runs_between(self, start: datetime, end: datetime) -> Iterator[datetime]:

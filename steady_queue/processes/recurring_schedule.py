@@ -95,13 +95,14 @@ class RecurringSchedule:
     def _first_run(self, task, now: datetime) -> datetime | None:
         try:
             return task.next_run_at(now)
-        except ValueError:  # croniter's errors: a task stored at run time with a bad schedule
+        except (ValueError, KeyError):  # croniter's errors, or zoneinfo's (a KeyError)
             if self.unschedulable.get(task.key) != task.schedule:
                 self.unschedulable[task.key] = task.schedule
                 logger.exception(
-                    "Recurring task %s is not scheduled: its schedule %r never fires",
+                    "Recurring task %s is not scheduled: its schedule %r%s never fires",
                     task.key,
                     task.schedule,
+                    f" in time zone {task.timezone!r}" if task.timezone else "",
                 )
             return None
 

@@ -188,3 +188,15 @@ def test_a_scheduler_warns_when_a_declaration_is_left_out_for_a_dynamic_schedule
 
     assert "a schedule made at run time holds its key" in caplog.text
     assert RecurringTask.objects.get(key="shared-key").schedule == "0 3 * * *"
+
+
+def test_a_declared_unknown_time_zone_is_a_check_error_and_never_scheduled(declared, caplog):
+    from steady_queue.checks.recurring import check_recurring_tasks
+
+    declare("0 9 * * *", key="nowhere", timezone="Atlantis/Capital")
+
+    [error] = check_recurring_tasks()
+    assert "'Atlantis/Capital' is not a known time zone" in error.msg
+    scheduler = booted(Clock(utc(2030, 1, 1)))
+    assert "nowhere" not in scheduler.tasks and "never fires" in caplog.text
+    assert RecurringTask.objects.get(key="nowhere").upcoming_run_at is None
