@@ -39,6 +39,8 @@ def build(
 ) -> Recurrence:
     """Check a schedule made at run time and return it; raise ``ScheduleError`` if it is bad."""
     _check_key(key)
+    _check_length("cron", cron)
+    _check_length("queue_name", queue_name)
     if error := schedule_error(cron if isinstance(cron, str) else ""):
         raise ScheduleError(f"Bad cron schedule {cron!r}: {error.rstrip('.')}.", field="cron")
     if error := timezone_error(timezone or ""):
@@ -59,6 +61,12 @@ def build(
         catch_up=catch_up,
         timezone=timezone or "",
     )
+
+
+def _check_length(field: str, value: Any) -> None:
+    # The columns hold 255 characters: longer text would fail in the database, not here.
+    if isinstance(value, str) and len(value) > KEY_MAX_LENGTH:
+        raise ScheduleError(f"{field} has at most {KEY_MAX_LENGTH} characters.", field=field)
 
 
 def _check_key(key: Any) -> None:

@@ -68,6 +68,8 @@ def test_schedule_takes_the_task_object_and_updates_by_key(declared):
         ({"priority": 10_000}, "priority", "priority"),
         ({"queue_name": "no-such-queue"}, "queue_name", "not valid"),
         ({"key": ""}, "key", "needs a key"),
+        ({"key": "k" * 256}, "key", "at most 255"),
+        ({"cron": "0 3 * * *" + " " * 250}, "cron", "at most 255"),
         ({"catch_up": timedelta(0)}, "catch_up", "positive"),
     ],
 )
