@@ -29,7 +29,6 @@ MOVED = {
     "steady_queue.notify": "steady_queue.storage.notify",
     "steady_queue.concurrency": "steady_queue.task_options.concurrency",
     "steady_queue.rate_limits": "steady_queue.task_options.rate_limits",
-    "steady_queue.recurring_task": "steady_queue.task_options.recurring_task",
     "steady_queue.retries": "steady_queue.task_options.retries",
     "steady_queue.timeouts": "steady_queue.task_options.timeouts",
     "steady_queue.uniqueness": "steady_queue.task_options.uniqueness",

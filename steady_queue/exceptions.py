@@ -126,6 +126,17 @@ class BatchError(ValueError):
     job that cannot join the open batch: nothing was written."""
 
 
+class ScheduleError(ValueError):
+    """A recurring schedule refused by ``recurring_task.schedule`` (bad cron text, unknown
+    time zone, a task that cannot be imported, arguments that cannot be stored, a key of a
+    schedule declared in code...): nothing was written. ``field`` names the argument at
+    fault (``"cron"``, ``"timezone"``, ``"task"``, ``"args"``...), for a form to show it."""
+
+    def __init__(self, message: str, *, field: str = ""):
+        super().__init__(message)
+        self.field = field
+
+
 #: The ``exception_class`` a cancelled job's failure is stored with: the dashboard, the ops
 #: commands and the health checks tell cancelled jobs from failed ones by it (an index).
 CANCELLED_CLASS = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"

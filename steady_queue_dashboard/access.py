@@ -18,6 +18,8 @@ from . import instances
 from .conf import setting
 
 MANAGE_PERMISSION = "steady_queue.manage_jobs"
+# Changing what runs (a recurring schedule's cron, task, arguments), not only when.
+EDIT_PERMISSION = "steady_queue_dashboard.edit_jobs"
 
 
 def can_manage(user) -> bool:
@@ -25,9 +27,18 @@ def can_manage(user) -> bool:
     return user.is_active and user.is_staff and user.has_perm(MANAGE_PERMISSION)
 
 
-def guard(view: Callable | None = None, *, action: bool = False) -> Callable:
+def can_edit(user) -> bool:
+    """Return whether ``user`` may create and edit recurring schedules (superusers may)."""
+    return user.is_active and user.is_staff and user.has_perm(EDIT_PERMISSION)
+
+
+def guard(
+    view: Callable | None = None, *, action: bool = False, permission: str | None = None
+) -> Callable:
     """Let active staff see ``view``; with ``action``, require POST and the permission.
 
+    ``permission``: one more the user must hold for any method (a form's page too),
+    served from the primary database like an action.
     Anonymous users go to the login page (a full-page redirect for htmx requests,
     so that a login form is never swapped into a fragment); others get 403.
     """
@@ -49,8 +60,10 @@ def guard(view: Callable | None = None, *, action: bool = False) -> Callable:
                 raise PermissionDenied
             if action and not can_manage(user):
                 raise PermissionDenied
+            if permission and not user.has_perm(permission):
+                raise PermissionDenied
             with instances.serving(request) as served:
-                if action or request.method not in ("GET", "HEAD") or served.backend:
+                if action or permission or request.method not in ("GET", "HEAD") or served.backend:
                     return view(request, *args, **kwargs)
                 # Pages may read a replica; what an action changes is read on the primary.
                 with db.using_alias(setting("READ_DATABASE")):

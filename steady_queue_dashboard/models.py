@@ -36,6 +36,11 @@ class AuditEntry(models.Model):
         verbose_name = _("audit entry")
         verbose_name_plural = _("audit entries")
         ordering = ["-created_at", "-pk"]
+        # Changing what runs (a schedule's cron, task or arguments), beyond manage_jobs's
+        # retry, discard, pause: steady_queue_dashboard.access.EDIT_PERMISSION.
+        permissions = [
+            ("edit_jobs", _("Can create and edit jobs and recurring schedules in the console")),
+        ]
 
     def __str__(self) -> str:
         return f"{self.username} {self.action} {self.target}"

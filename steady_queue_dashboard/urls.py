@@ -22,6 +22,7 @@ from .views import (
     queues,
     rate_limits,
     recurring,
+    recurring_schedules,
     tasks,
     workflows,
 )
@@ -82,6 +83,13 @@ urlpatterns = [
     path("<sq_job:pk>/", jobs.job_detail, name="job-detail"),
     path("processes/", processes.process_list, name="process-list"),
     path("recurring/", recurring.recurring_list, name="recurring-list"),
+    path("schedules/new/", recurring_schedules.recurring_new, name="recurring-new"),
+    path("schedules/edit/<sq_key:key>/", recurring_schedules.recurring_edit, name="recurring-edit"),
+    path(
+        "actions/recurring/delete/<sq_key:key>/",
+        recurring_schedules.recurring_delete,
+        name="recurring-delete",
+    ),
     path("recurring/<sq_key:key>/", recurring.recurring_detail, name="recurring-detail"),
     path("concurrency/", concurrency.concurrency, name="concurrency"),
     path("rate-limits/", rate_limits.rate_limits, name="rate-limits"),

@@ -76,6 +76,7 @@ TOP_LEVEL = {
         "batches",
         "cleanup",
         "context",
+        "recurring_task",
         "results",
         "testing",
         "waiting",

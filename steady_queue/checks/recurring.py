@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .. import arguments, ours
 from ..compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
-from ..task_options.recurring_task import Recurrence, discover, schedule_error
+from ..task_options.recurring_task import Recurrence, discover, schedule_error, timezone_error
 
 
 def check_recurring_tasks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
@@ -33,6 +33,8 @@ def _problems(recurrence: Recurrence) -> list[str]:
     problems = []
     if reason := schedule_error(recurrence.schedule):
         problems.append(f"schedule {recurrence.schedule!r} is invalid: {reason}")
+    if reason := timezone_error(recurrence.timezone):
+        problems.append(f"timezone {reason}")
     if recurrence.catch_up is not None and recurrence.catch_up.total_seconds() <= 0:
         problems.append("catch_up must be a positive timedelta")
     priority = recurrence.priority

@@ -35,6 +35,7 @@ SYNCED_FIELDS = [
     "description",
     "static",
     "catch_up_window",
+    "timezone",
     "updated_at",
 ]
 
@@ -46,13 +47,24 @@ class RecurringTaskQuerySet(QueueQuerySet):
     def enabled(self) -> RecurringTaskQuerySet:
         return self.filter(enabled=True)
 
+    def dynamic(self) -> RecurringTaskQuerySet:
+        return self.filter(static=False)
+
     def sync_static(self, recurrences: Iterable[Recurrence]) -> None:
-        """Make the static rows match the tasks declared in code; keep ``enabled`` as is."""
+        """Make the static rows match the tasks declared in code; keep ``enabled`` as is.
+
+        A schedule made at run time keeps its row: a declaration of the same key is left
+        out (the system check names it), so that a deploy never overwrites it.
+        """
         rows = {r.key: self.model.from_recurrence(r) for r in recurrences}
         with db.atomic():
+            rows = {k: r for k, r in rows.items() if k not in self._dynamic_keys(rows)}
             self.static().exclude(key__in=rows).delete()
             if rows:
                 self.bulk_create(rows.values(), **_upsert_options())
+
+    def _dynamic_keys(self, keys: Iterable[str]) -> set[str]:
+        return set(self.dynamic().filter(key__in=list(keys)).values_list("key", flat=True))
 
 
 class Schedulable:
@@ -70,18 +82,19 @@ class Schedulable:
             description=recurrence.description,
             static=True,
             catch_up_window=recurrence.catch_up,
+            timezone=recurrence.timezone,
         )
 
     def next_run_at(self, now: datetime | None = None) -> datetime:
         """Return the first run strictly after ``now`` (default: the current time)."""
-        return next_time(self.schedule, now or timezone.now())
+        return next_time(self.schedule, now or timezone.now(), self.timezone)
 
     @property
     def upcoming_run_at(self) -> datetime | None:
         """The next run after now; None when the schedule is invalid or never fires."""
         try:
             return self.next_run_at()
-        except ValueError:  # croniter's errors, e.g. "0 0 30 2 *" (February 30th)
+        except (ValueError, KeyError):  # croniter's, e.g. "0 0 30 2 *"; zoneinfo's KeyError
             return None
 
     def runs_between(self, start: datetime, end: datetime) -> Iterator[datetime]:
@@ -99,9 +112,9 @@ class Schedulable:
         ``CATCH_UP_LIMIT`` (the latest ones).
         """
         if not self.catch_up_window:
-            return recent_times(self.schedule, now, after, limit=1)
+            return recent_times(self.schedule, now, after, limit=1, zone=self.timezone)
         after = max(after, now - self.catch_up_window)
-        return recent_times(self.schedule, now, after, limit=CATCH_UP_LIMIT)
+        return recent_times(self.schedule, now, after, limit=CATCH_UP_LIMIT, zone=self.timezone)
 
     def missed_runs(self, now: datetime) -> list[datetime]:
         """Return the runs to catch up when a scheduler starts: none without ``catch_up``.

@@ -1,20 +1,28 @@
-"""Recurring tasks for the command line: list them, run one now, enable or disable one.
+"""Recurring tasks for the command line: list them, run one now, enable or disable one,
+and create, edit or delete a schedule made at run time (previewed first).
 
 The same calls the dashboard's recurring page makes (``enqueue_now``, ``enable``,
-``disable``); what went wrong comes back as a sentence, never as a traceback.
+``disable``, ``preview``, ``save``, ``delete``); what went wrong comes back as a
+sentence, never as a traceback.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 
 from ..arguments import DeserializationError
-from ..compat import InvalidTask
-from ..exceptions import JobStateError
+from ..compat import InvalidTask, Task
+from ..exceptions import JobStateError, ScheduleError
 from ..models import RecurringExecution, RecurringTask
+from ..models.recurring_dynamic import refuse_declared, remove, store
+from ..task_options.recurring_runtime import build
+from ..task_options.recurring_task import Recurrence, in_words, next_times, zone_for
 
 logger = logging.getLogger(__name__)
 
@@ -65,3 +73,58 @@ def set_enabled(task: RecurringTask, enabled: bool) -> Outcome:
         return Outcome(True, f"Recurring task {task.key} is enabled.", 1)
     task.disable()
     return Outcome(True, f"Recurring task {task.key} is disabled.", 1)
+
+
+# Schedules made at run time -------------------------------------------------------------
+# What ``manage.py steady_queue_recurring schedule`` and the console's form show before
+# they save (the schedule in words, its next fire times), and the save itself.
+
+PREVIEWED_RUNS = 5
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A checked schedule, not written yet: what saving it would store, and when it fires."""
+
+    recurrence: Recurrence
+    exists: bool
+    words: str
+    next_runs: list[datetime]
+
+
+def preview(key: str, task: Task | str, **fields: Any) -> Preview:
+    """Check a schedule as ``recurring_task.schedule`` would; raise ``ScheduleError``."""
+    recurrence = build(key, task, **fields)
+    refuse_declared(key)
+    return Preview(
+        recurrence=recurrence,
+        exists=RecurringTask.objects.filter(key=key).exists(),
+        words=in_words(recurrence.schedule),
+        next_runs=[
+            moment.astimezone(zone_for(recurrence.timezone))
+            for moment in next_times(
+                recurrence.schedule, timezone.now(), PREVIEWED_RUNS, recurrence.timezone
+            )
+        ],
+    )
+
+
+def save(recurrence: Recurrence) -> Outcome:
+    """Store a previewed schedule (create or update by key)."""
+    try:
+        task, created = store(recurrence)
+    except ScheduleError as exc:
+        return Outcome(False, f"Could not save schedule {recurrence.key}: {exc}")
+    done = "created" if created else "updated"
+    return Outcome(True, f"Recurring schedule {task.key} was {done}.", 1)
+
+
+def delete(key: str) -> Outcome:
+    """Delete the dynamic schedule ``key``; a declared one is refused."""
+    try:
+        deleted = remove(key)
+    except ScheduleError as exc:
+        return Outcome(False, str(exc))
+    if not deleted:
+        return Outcome(False, f"No dynamic recurring schedule {key!r}.")
+    return Outcome(True, f"Recurring schedule {key} was deleted.", 1)

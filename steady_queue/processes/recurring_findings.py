@@ -40,7 +40,8 @@ def warn_unfound(declared: list[Recurrence], stored) -> None:
     """Warn for each task in ``stored`` (RecurringTask rows) the code does not provide.
 
     A static row no declaration matches is about to be deleted; a row added at run
-    time whose task cannot be imported would fail at every run.
+    time whose task cannot be imported would fail at every run, and one holding the key of
+    a declaration keeps it (``sync_static`` leaves the declaration out).
     """
     keys = {recurrence.key for recurrence in declared}
     for row in stored:
@@ -51,6 +52,13 @@ def warn_unfound(declared: list[Recurrence], stored) -> None:
                 row.key,
                 row.task_path,
                 _likely_cause(row.task_path),
+            )
+        elif not row.static and row.key in keys:
+            logger.warning(
+                "Recurring task %r is declared in code, but a schedule made at run time "
+                "holds its key: the run-time schedule is kept and the declaration left out "
+                "(unschedule it, or give the declaration another key)",
+                row.key,
             )
         elif not row.static and (problem := _import_problem(row.task_path)):
             logger.warning(

@@ -56,7 +56,7 @@ class RecurringSchedule:
         tasks, checked, next_runs = {}, {}, {}
         for key, task in fresh.items():
             known = self.tasks.get(key)
-            if known is not None and known.schedule == task.schedule:
+            if known is not None and _same_times(known, task):
                 checked[key], next_runs[key] = self.checked[key], self.next_runs[key]
             elif (next_run := self._first_run(task, now)) is not None:
                 checked[key], next_runs[key] = now, next_run
@@ -95,13 +95,14 @@ class RecurringSchedule:
     def _first_run(self, task, now: datetime) -> datetime | None:
         try:
             return task.next_run_at(now)
-        except ValueError:  # croniter's errors: a task stored at run time with a bad schedule
+        except (ValueError, KeyError):  # croniter's errors, or zoneinfo's (a KeyError)
             if self.unschedulable.get(task.key) != task.schedule:
                 self.unschedulable[task.key] = task.schedule
                 logger.exception(
-                    "Recurring task %s is not scheduled: its schedule %r never fires",
+                    "Recurring task %s is not scheduled: its schedule %r%s never fires",
                     task.key,
                     task.schedule,
+                    f" in time zone {task.timezone!r}" if task.timezone else "",
                 )
             return None
 
@@ -128,3 +129,8 @@ class RecurringSchedule:
         if job is None:
             logger.debug("Recurring task %s at %s was enqueued elsewhere", task.key, run_at)
         return job is not None
+
+
+def _same_times(known, fresh) -> bool:
+    """Whether a re-read task fires when it did: a changed cron or zone starts afresh."""
+    return (known.schedule, known.timezone) == (fresh.schedule, fresh.timezone)

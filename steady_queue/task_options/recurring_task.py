@@ -1,9 +1,12 @@
 """Declare tasks that the scheduler enqueues on a cron schedule: ``@recurring``.
 
 Schedules use croniter's syntax: five fields, an optional sixth for seconds (last,
-as in croniter), and aliases such as ``@hourly``; times are in ``settings.TIME_ZONE``
-(see "Cron times" below for daylight saving time and ``USE_TZ = False``).
-The scheduler imports the ``tasks`` module of every installed app to find them.
+as in croniter), and aliases such as ``@hourly``; times are in the schedule's
+``timezone``, by default ``settings.TIME_ZONE`` (see "Cron times" below for daylight
+saving time and ``USE_TZ = False``). The scheduler imports the ``tasks`` module of every
+installed app to find them. Schedules made at run time
+(``steady_queue.recurring_task.schedule``) follow the same rules:
+docs/reference/runtime-schedules.md.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import HOUR_FIELD, CroniterBadDateError, croniter
-from django.utils import timezone
+from django.utils import timezone as dj_timezone
 from django.utils.module_loading import autodiscover_modules
 
 from ..compat import Task
@@ -42,6 +46,8 @@ class Recurrence:
     priority: int | None = None
     description: str = ""
     catch_up: timedelta | None = None
+    # An IANA time zone name; "" for settings.TIME_ZONE, whatever it is when the schedule runs.
+    timezone: str = ""
 
 
 def recurring(
@@ -54,10 +60,13 @@ def recurring(
     priority: int | None = None,
     description: str = "",
     catch_up: timedelta | None = None,
+    timezone: str | None = None,
 ) -> Callable[[Task], Task]:
     """Enqueue the task on ``schedule``; stack it to run one task on several schedules.
 
     ``key`` (default: the task's path) names the schedule and must be unique.
+    ``timezone`` (an IANA name such as ``"Europe/Paris"``; default ``settings.TIME_ZONE``)
+    is where the cron fields are read, daylight saving time included.
     Without ``catch_up``, runs the scheduler could not enqueue on time (none was up,
     or the database was down) are skipped: when several are due, only the latest is
     enqueued. With it, those less than ``catch_up`` old are enqueued, at most
@@ -76,6 +85,7 @@ def recurring(
                 priority=priority,
                 description=description,
                 catch_up=catch_up,
+                timezone=timezone or "",
             )
         )
         return task
@@ -102,12 +112,30 @@ def schedule_error(schedule: str) -> str | None:
     return None
 
 
+def timezone_error(name: str) -> str | None:
+    """Say why ``name`` is not a time zone the schedules can use, or return None when it is."""
+    if not name:
+        return None
+    try:
+        zone_for(name)
+    except (ZoneInfoNotFoundError, ValueError):  # ValueError: a path, not a key ("../x")
+        return f"{name!r} is not a known time zone (an IANA name such as 'Europe/Paris')"
+    return None
+
+
+def zone_for(name: str | None) -> ZoneInfo:
+    """The zone a schedule's cron fields are read in: ``name``, or ``settings.TIME_ZONE``."""
+    return ZoneInfo(name) if name else dj_timezone.get_default_timezone()
+
+
 # Cron times -----------------------------------------------------------------------------
-# When a cron schedule fires, in ``settings.TIME_ZONE``, daylight saving time included.
+# When a cron schedule fires, in its time zone (``settings.TIME_ZONE`` unless it names
+# another), daylight saving time included.
 #
 # croniter does the arithmetic on aware local times. With ``USE_TZ = True`` the results
 # are returned in UTC; with ``USE_TZ = False`` Django's datetimes are naive wall-clock
-# times of ``TIME_ZONE``, and so are the results.
+# times of ``TIME_ZONE``, and so are the results (a schedule of another zone is worked
+# out there and its times given back as ``TIME_ZONE``'s wall-clock times).
 #
 # Daylight saving time, for aware times:
 #
@@ -123,12 +151,20 @@ def schedule_error(schedule: str) -> str | None:
 # fires once per wall-clock time in a repeated hour.
 
 
-def next_time(schedule: str, after: datetime) -> datetime:
-    """Return the first time strictly after ``after`` that ``schedule`` fires."""
-    return next(_fire_times(schedule, after, backwards=False))
+def next_time(schedule: str, after: datetime, zone: str | None = None) -> datetime:
+    """Return the first time strictly after ``after`` that ``schedule`` fires in ``zone``."""
+    return next(_fire_times(schedule, after, backwards=False, zone=zone))
 
 
-def recent_times(schedule: str, until: datetime, after: datetime, limit: int) -> list[datetime]:
+def next_times(schedule: str, after: datetime, count: int, zone: str | None = None) -> list:
+    """Return the first ``count`` times strictly after ``after`` that ``schedule`` fires."""
+    times = _fire_times(schedule, after, backwards=False, zone=zone)
+    return [next(times) for _ in range(count)]
+
+
+def recent_times(
+    schedule: str, until: datetime, after: datetime, limit: int, zone: str | None = None
+) -> list[datetime]:
     """Return the latest ``limit`` times in (``after``, ``until``] that ``schedule`` fires.
 
     Oldest first. Walks backwards from ``until``, so a long gap costs ``limit`` steps.
@@ -137,28 +173,30 @@ def recent_times(schedule: str, until: datetime, after: datetime, limit: int) ->
     # (at a whole second, the schedules' finest unit) so that ``until`` itself counts.
     start = until.replace(microsecond=0) + timedelta(seconds=1)
     times: list[datetime] = []
-    for fired in _fire_times(schedule, start, backwards=True):
+    for fired in _fire_times(schedule, start, backwards=True, zone=zone):
         if fired <= after or len(times) == limit:
             break
         times.append(fired)
     return times[::-1]
 
 
-def _fire_times(schedule: str, start: datetime, *, backwards: bool) -> Iterator[datetime]:
-    zone = timezone.get_default_timezone()
-    naive = timezone.is_naive(start)  # USE_TZ = False: wall-clock times, as Django stores them
+def _fire_times(
+    schedule: str, start: datetime, *, backwards: bool, zone: str | None
+) -> Iterator[datetime]:
+    local_zone, django_zone = zone_for(zone), dj_timezone.get_default_timezone()
+    naive = dj_timezone.is_naive(start)  # USE_TZ = False: wall-clock times, as Django stores them
     if naive:
-        start = timezone.make_aware(start, zone)
-    iterator = croniter(schedule, start.astimezone(zone))
+        start = dj_timezone.make_aware(start, django_zone)
+    iterator = croniter(schedule, start.astimezone(local_zone))
     # Naive times cannot tell the two passes of a repeated hour apart: one run each.
     once_per_wall_clock_time = naive or iterator.expanded[HOUR_FIELD] != ["*"]
     for fired in _steps(iterator, backwards):
         # Through UTC and back so that ``fold`` is 1 exactly on the second pass of a
         # repeated wall-clock time (PEP 495): walking backwards, croniter sets it on all.
-        local = fired.astimezone(UTC).astimezone(zone)
+        local = fired.astimezone(UTC).astimezone(local_zone)
         if local.fold and once_per_wall_clock_time:
             continue  # this wall-clock time fired on the first pass
-        yield timezone.make_naive(local, zone) if naive else local.astimezone(UTC)
+        yield dj_timezone.make_naive(local, django_zone) if naive else local.astimezone(UTC)
 
 
 def _steps(iterator: croniter, backwards: bool) -> Iterator[datetime]:
@@ -240,3 +278,22 @@ def _weekdays(weekday: str) -> str | None:
     if all(name.isdigit() and int(name) <= 7 for name in names):
         return "every " + " and ".join(WEEKDAYS[int(name) % 7] for name in names)
     return None
+
+
+def in_words(schedule: str) -> str:
+    """Return ``schedule`` in words for the console: cron-descriptor's reading when installed.
+
+    cron-descriptor reads a sixth field as seconds *first* (Quartz), croniter as seconds
+    last: six-field schedules, and any it cannot read, get ``describe``'s plainer words.
+    """
+    expanded = ALIASES.get(schedule.strip().lower(), schedule)
+    if len(expanded.split()) != 5:
+        return describe(schedule)
+    try:
+        from cron_descriptor import get_description
+    except ImportError:  # the optional `cron` extra is not installed
+        return describe(schedule)
+    try:
+        return get_description(expanded)
+    except Exception:  # its FormatError, IndexError...: our own words instead
+        return describe(schedule)

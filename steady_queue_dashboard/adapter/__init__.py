@@ -51,6 +51,13 @@ from .recurring import (
     run_recurring_task,
     set_recurring_enabled,
 )
+from .recurring_schedules import (
+    Preview,
+    delete_schedule,
+    preview_schedule,
+    save_schedule,
+    schedule_values,
+)
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
@@ -81,6 +88,7 @@ __all__ = [
     "JobRateLimit",
     "KeySlots",
     "Outcome",
+    "Preview",
     "ProcessNode",
     "Queue",
     "RateLimitWindow",
@@ -105,6 +113,7 @@ __all__ = [
     "cancellation_of",
     "capped_count",
     "concurrency_keys",
+    "delete_schedule",
     "display_arguments",
     "display_value",
     "failed_jobs_by_ids",
@@ -119,6 +128,7 @@ __all__ = [
     "next_blocked_job",
     "pausable",
     "pause_queue",
+    "preview_schedule",
     "process_health",
     "process_tree",
     "queue",
@@ -136,6 +146,8 @@ __all__ = [
     "run_rows",
     "run_steps",
     "run_time",
+    "save_schedule",
+    "schedule_values",
     "set_recurring_enabled",
     "status_counts",
     "step_links",

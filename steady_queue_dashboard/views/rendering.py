@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import trigger_client_event
 
-from ..access import can_manage
+from ..access import can_edit, can_manage
 from ..adapter import Outcome
 from ..listings import LISTINGS
 
@@ -35,6 +35,7 @@ def render_page(
         **context,
         "section": section,
         "can_manage": can_manage(request.user),
+        "can_edit": can_edit(request.user),
         "listings": LISTINGS.values(),
         # Parts outside the fragment that it refreshes too (hx-swap-oob) check this.
         "fragment": fragment_only,

@@ -72,6 +72,8 @@ def page_paths(status: str, key: str, pk: int) -> list[str]:
         "/jobs/processes/",
         "/jobs/recurring/",
         f"/jobs/recurring/{k}/",
+        "/jobs/schedules/new/",
+        f"/jobs/schedules/edit/{k}/",
         "/jobs/concurrency/",
         "/jobs/rate-limits/",
         "/jobs/batches/",
@@ -92,6 +94,7 @@ def action_paths(status: str, key: str, pk: int) -> list[str]:
         f"/jobs/actions/queue/pause/{k}/",
         f"/jobs/actions/queue/resume/{k}/",
         *(f"/jobs/actions/recurring/{verb}/{k}/" for verb in ("run", "enable", "disable")),
+        f"/jobs/actions/recurring/delete/{k}/",
         f"/jobs/actions/concurrency/release/{k}/",
         *(f"/jobs/errors/{quote(key, safe='')}/{verb}/" for verb in ("retry", "discard")),
     ]

@@ -56,6 +56,8 @@ def _more_pages() -> dict[str, str]:
     return {
         "batch": reverse(name + "batch-detail", args=[batch.pk]),
         "recurring": reverse(name + "recurring-detail", args=["report"]),
+        "new schedule": reverse(name + "recurring-new"),
+        "edit schedule": reverse(name + "recurring-edit", args=["report"]),
         "workflow": reverse(name + "workflow-detail", args=[run.id]),
         "errors": reverse(name + "error-groups"),
     }

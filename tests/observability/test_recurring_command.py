@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from steady_queue.models import Job, RecurringExecution, RecurringTask
+from steady_queue.recurring_task import schedule
 from steady_queue_dashboard.models import AuditEntry
 
 from .conftest import run_command
@@ -104,3 +105,78 @@ def test_an_unknown_key_or_no_key_is_refused():
         recurring("enable", "nope", "--yes")
     with pytest.raises(CommandError, match="run needs the key of a recurring task"):
         recurring("run")
+
+
+# Schedules made at run time ---------------------------------------------------------------
+
+
+def test_schedule_is_a_dry_run_showing_the_next_runs_until_yes_then_audited(declared):
+    dry = recurring(
+        "schedule", "report", "--task", "tests.tasks.add", "--cron", "30 2 * * *",
+        "--args", "[1, 2]", "--timezone", "America/New_York",
+    )  # fmt: skip
+    assert dry.lines[0] == (
+        "Dry run: would create the dynamic recurring schedule report: tests.tasks.add on "
+        "'30 2 * * *' (At 02:30) in America/New_York."
+    )
+    assert dry.lines[1] == "Next runs:"
+    assert len(dry.lines[2:7]) == 5 and all("T02:30:00-0" in line for line in dry.lines[2:7])
+    assert dry.lines[-1] == "Nothing was changed. Run again with --yes to schedule it."
+    assert not RecurringTask.objects.exists() and not AuditEntry.objects.exists()
+
+    done = recurring(
+        "schedule", "report", "--task", "tests.tasks.add", "--cron", "30 2 * * *",
+        "--args", "[1, 2]", "--timezone", "America/New_York", "--yes",
+    )  # fmt: skip
+    assert done.lines == [
+        "Recurring schedule report was created.",
+        f"Recorded in the audit log as {ACTOR}.",
+    ]
+    task = RecurringTask.objects.get()
+    assert task.dynamic and task.timezone == "America/New_York"
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.target, entry.affected) == ("schedule", "recurring task report", 1)
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (["--cron", "not cron"], "Bad cron schedule"),
+        (["--cron", "@daily", "--timezone", "Atlantis/Capital"], "not a known time zone"),
+        (["--cron", "@daily", "--args", "[1"], "--args is not JSON"),
+        (["--cron", "@daily", "--args", "[1, 2, 3]"], "cannot take these arguments"),
+    ],
+)
+def test_schedule_refuses_bad_input_and_writes_nothing(declared, options, words):
+    with pytest.raises(CommandError, match=words):
+        recurring("schedule", "report", "--task", "tests.tasks.add", *options, "--yes")
+    assert not RecurringTask.objects.exists() and not AuditEntry.objects.exists()
+
+
+def test_pause_resume_and_unschedule_a_dynamic_schedule(declared):
+    schedule("report", "tests.tasks.add", cron="@daily", args=[1, 2])
+    recurring("pause", "report", "--yes")
+    assert not RecurringTask.objects.get().enabled
+    recurring("resume", "report", "--yes")
+    assert RecurringTask.objects.get().enabled
+    assert (
+        recurring("unschedule", "report")
+        .lines[0]
+        .startswith("Dry run: would delete the dynamic recurring schedule report")
+    )
+    assert RecurringTask.objects.exists()
+    assert recurring("unschedule", "report", "--yes").lines[0] == (
+        "Recurring schedule report was deleted."
+    )
+    assert not RecurringTask.objects.exists()
+    actions = list(AuditEntry.objects.order_by("pk").values_list("action", flat=True))
+    assert actions == ["disable", "enable", "unschedule"]
+
+
+def test_a_declared_schedule_cannot_be_unscheduled_nor_overwritten(nightly):
+    with pytest.raises(CommandError, match="declared in code"):
+        recurring("unschedule", "nightly", "--yes")
+    with pytest.raises(CommandError, match="declared in code"):
+        recurring("schedule", "nightly", "--task", "tests.tasks.noop", "--cron", "@hourly")
+    nightly.refresh_from_db()
+    assert nightly.schedule == "0 3 * * *" and not AuditEntry.objects.exists()
