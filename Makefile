@@ -63,7 +63,7 @@ test-django52: system-deps
 # anchor, a page left out of the nav).
 docs:
 	scripts/ensure-venv $(VENV) docs
-	$(VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # tests/docs: the strict build, every internal link and anchor, the code of the tutorial
 # and how-to pages, and the tutorial followed step by step.

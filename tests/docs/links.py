@@ -53,7 +53,10 @@ def _problem(site: Path, page: Path, href: str) -> str | None:
     if href.startswith(_EXTERNAL):
         return None
     parts = urlsplit(href)
-    target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+    # An absolute path (the 404 page has them, there being no site_url) is site-relative.
+    base = site if parts.path.startswith("/") else page.parent
+    path = unquote(parts.path).lstrip("/")
+    target = page if not parts.path else (base / path).resolve()
     if target.is_dir():
         target = target / "index.html"
     if not target.is_relative_to(site.resolve()) and target != page:

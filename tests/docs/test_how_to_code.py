@@ -5,14 +5,21 @@ The blocks of one page share one namespace: a real module, registered in
 path resolves (``steady_queue.testing.run_ready_jobs`` imports a job's task by its
 path). A block preceded by ``<!-- skip-test -->`` is left out. The blocks state what
 they show with plain ``assert`` statements, so a guide whose API drifted fails here.
+
+A block headed ``# settings.py`` (or ``# mysite/settings.py``) shows settings: its
+upper-case names are applied with ``override_settings`` for the rest of the page, so
+that ``TIME_ZONE = "Europe/Paris"`` is the zone the page's later blocks run in.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import types
+from contextlib import ExitStack
 
 import pytest
+from django.test import override_settings
 
 from steady_queue.task_options import recurring_task
 
@@ -32,11 +39,23 @@ def page_module(request):
     recurring_task._declared[:] = declared
 
 
+_SETTINGS_HEADER = re.compile(r"^# ([\w-]+/)?settings\.py\b")
+
+
 @pytest.mark.parametrize("page", how_to_pages(), ids=lambda page: page.stem)
 def test_the_python_blocks_of_the_how_to_guide_run_in_order(page, page_module, transactional_db):
     runnable = [block for block in page_blocks(page, "python") if not block.skipped]
     assert runnable, f"{page.name} has no python block to run"
-    for block in runnable:
-        where = f"{page.relative_to(DOCS)}:{block.line}"
-        code = compile(block.code, where, "exec")
-        exec(code, page_module.__dict__)
+    with ExitStack() as overrides:
+        for block in runnable:
+            code = compile(block.code, f"{page.relative_to(DOCS)}:{block.line}", "exec")
+            if _SETTINGS_HEADER.match(block.code):
+                overrides.enter_context(override_settings(**_settings_of(code)))
+            else:
+                exec(code, page_module.__dict__)
+
+
+def _settings_of(code) -> dict:
+    namespace: dict = {}
+    exec(code, namespace)
+    return {name: value for name, value in namespace.items() if name.isupper()}
