@@ -9,10 +9,14 @@ they show with plain ``assert`` statements, so a guide whose API drifted fails h
 A block headed ``# settings.py`` (or ``# mysite/settings.py``) shows settings: its
 upper-case names are applied with ``override_settings`` for the rest of the page, so
 that ``TIME_ZONE = "Europe/Paris"`` is the zone the page's later blocks run in.
+
+On Django 5.2 (no ``django.tasks``) the blocks import from the backport instead, as
+the guides tell readers on 5.2 to do.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import types
@@ -48,11 +52,18 @@ def test_the_python_blocks_of_the_how_to_guide_run_in_order(page, page_module, t
     assert runnable, f"{page.name} has no python block to run"
     with ExitStack() as overrides:
         for block in runnable:
-            code = compile(block.code, f"{page.relative_to(DOCS)}:{block.line}", "exec")
+            source = _for_this_django(block.code)
+            code = compile(source, f"{page.relative_to(DOCS)}:{block.line}", "exec")
             if _SETTINGS_HEADER.match(block.code):
                 overrides.enter_context(override_settings(**_settings_of(code)))
             else:
                 exec(code, page_module.__dict__)
+
+
+def _for_this_django(source: str) -> str:
+    if importlib.util.find_spec("django.tasks") is None:
+        return source.replace("from django.tasks", "from django_tasks")
+    return source
 
 
 def _settings_of(code) -> dict:
