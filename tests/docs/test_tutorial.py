@@ -13,7 +13,9 @@ virtualenv and ``pip install`` of this checkout: a minute more, and the network)
 
 from __future__ import annotations
 
+import html
 import os
+import re
 
 import pytest
 
@@ -44,10 +46,12 @@ def test_following_the_tutorial_shows_the_job_ready_then_finished_in_the_console
         run.follow(block)
     assert run.virtualenv_lines[:3] == VIRTUALENV_LINES, "the tutorial's virtualenv steps"
     assert browser is not None, "the tutorial never starts the workers"
-    job_page = wait_until(
-        lambda: _finished(browser.get("/jobs/1/")), timeout=60, what="job 1 to finish"
+    job_page = html.unescape(
+        wait_until(lambda: _finished(browser.get("/jobs/1/")), timeout=60, what="job 1 to finish")
     )
     assert "myapp.tasks.add" in job_page
+    assert '"args": [\n    2,\n    3\n  ]' in job_page  # its arguments
+    assert re.search(r"<td>worker-[0-9a-f]+</td>", job_page)  # the worker that ran it
     assert '<pre class="code">5</pre>' in job_page  # its return value
     assert "myapp.tasks.add" in browser.get("/jobs/finished/")
     # The ten more the tutorial enqueues last go through too.
