@@ -44,12 +44,27 @@ def page_module(request):
 
 
 _SETTINGS_HEADER = re.compile(r"^# ([\w-]+/)?settings\.py\b")
+# Settings a test cannot swap under a running suite (the app registry, the databases,
+# the task backends are built once): a block setting them is for the reader only.
+FIXED_SETTINGS = {
+    "INSTALLED_APPS",
+    "MIDDLEWARE",
+    "DATABASES",
+    "DATABASE_ROUTERS",
+    "TASKS",
+    "ROOT_URLCONF",
+}
 
 
-@pytest.mark.parametrize("page", how_to_pages(), ids=lambda page: page.stem)
+def _runnable(page) -> list:
+    return [block for block in page_blocks(page, "python") if not block.skipped]
+
+
+@pytest.mark.parametrize(
+    "page", [page for page in how_to_pages() if _runnable(page)], ids=lambda page: page.stem
+)
 def test_the_python_blocks_of_the_how_to_guide_run_in_order(page, page_module, transactional_db):
-    runnable = [block for block in page_blocks(page, "python") if not block.skipped]
-    assert runnable, f"{page.name} has no python block to run"
+    runnable = _runnable(page)
     with ExitStack() as overrides:
         for block in runnable:
             source = _for_this_django(block.code)
@@ -69,4 +84,19 @@ def _for_this_django(source: str) -> str:
 def _settings_of(code) -> dict:
     namespace: dict = {}
     exec(code, namespace)
-    return {name: value for name, value in namespace.items() if name.isupper()}
+    settings = {name: value for name, value in namespace.items() if name.isupper()}
+    fixed = sorted(FIXED_SETTINGS & settings.keys())
+    assert not fixed, (
+        f"{code.co_filename} sets {', '.join(fixed)}, which a test cannot apply: "
+        "mark the block <!-- skip-test -->"
+    )
+    return settings
+
+
+def test_a_settings_block_that_sets_what_a_test_cannot_swap_asks_to_be_skipped():
+    code = compile('INSTALLED_APPS = ["myapp"]\nTIME_ZONE = "UTC"\n', "page.md:3", "exec")
+    with pytest.raises(AssertionError, match=r"page\.md:3 sets INSTALLED_APPS.*skip-test"):
+        _settings_of(code)
+    assert _settings_of(compile('TIME_ZONE = "Asia/Tokyo"\n', "page.md:9", "exec")) == {
+        "TIME_ZONE": "Asia/Tokyo"
+    }
