@@ -16,7 +16,7 @@ ARGS ?=
 JOBS ?= auto
 PORT ?= 8000
 
-.PHONY: help demo test test-faults test-slow-processes test-django52 lint format system-deps check-db bench bench-smoke
+.PHONY: help demo docs docs-test test test-faults test-slow-processes test-django52 lint format system-deps check-db bench bench-smoke
 
 help:
 	@echo "make demo                  set up and run the demo site with a worker, restarted on code changes (http://127.0.0.1:$(PORT)/)"
@@ -25,6 +25,9 @@ help:
 	@echo "make test-faults [DB=...]  the fault suite (kill -9, SIGSTOP, a database restart), left out of make test"
 	@echo "make test-slow-processes [DB=...]  only the process tests marked slow (1,000 batches under kill -9)"
 	@echo "make test-django52         run the suite on Django 5.2 with the django-tasks backport (SQLite)"
+	@echo "make docs                  build the documentation site into site/ (mkdocs build --strict)"
+	@echo "make docs-test [DB=...] [FRESH_VIRTUALENV=1|0]"
+	@echo "                           build it, then run tests/docs (links, the pages' code, the tutorial)"
 	@echo "make lint                  ruff check and ruff format --check"
 	@echo "make format                ruff format and ruff check --fix"
 	@echo "make bench [DB=...] [ARGS=...]  benchmark against django-tasks-db (bench/README.md)"
@@ -56,6 +59,22 @@ test-django52: system-deps
 	scripts/ensure-venv $(VENV_DJANGO52) test '$(DJANGO52)'
 	$(VENV_DJANGO52)/bin/python -c 'import django, django_tasks; print(f"Django {django.get_version()} with the django-tasks backport")'
 	SQ_TEST_DB=sqlite $(VENV_DJANGO52)/bin/python -m pytest -n $(JOBS) $(ARGS)
+
+# The documentation site, offline, with every warning an error (a broken link, a missing
+# anchor, a page left out of the nav).
+docs:
+	scripts/ensure-venv $(VENV) docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# tests/docs: the strict build, every internal link and anchor, the code of the how-to
+# pages, and the tutorial followed step by step (marked slow, so `-m ''` selects it too),
+# by default from a fresh virtualenv into which this checkout is pip-installed
+# (FRESH_VIRTUALENV=0: the test virtualenv stands for it, no network needed).
+FRESH_VIRTUALENV ?= 1
+docs-test: check-db docs
+	scripts/ensure-venv $(VENV) test
+	SQ_TEST_DB=$(DB) SQ_DOCS_FRESH_VIRTUALENV=$(FRESH_VIRTUALENV) \
+	  $(VENV)/bin/python -m pytest -n 0 -m '' tests/docs $(ARGS)
 
 lint: system-deps
 	scripts/ensure-venv $(VENV) dev
