@@ -5,8 +5,10 @@ from django.db import DatabaseError, connections
 
 from steady_queue.models.task_rollup import tally
 from steady_queue.task_options import recurring_task
-from tests import tasks
+from tests import fast_flush, tasks
 from tests.tasks import features
+
+fast_flush.install()
 
 
 @pytest.fixture(autouse=True)
