@@ -52,6 +52,7 @@ from .recurring import (
     set_recurring_enabled,
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
+from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
 from .workflows import (
@@ -86,6 +87,7 @@ __all__ = [
     "RateLimitWindow",
     "RateLimitWindows",
     "ReleaseOutcome",
+    "RunLog",
     "RunRow",
     "RunSteps",
     "StepLinks",
@@ -131,15 +133,19 @@ __all__ = [
     "recurring_tasks",
     "release_job",
     "release_next_blocked",
+    "request_stack",
     "resume_queue",
+    "run_log_of",
     "run_recurring_task",
     "run_rows",
     "run_steps",
     "run_time",
     "set_recurring_enabled",
+    "stack_request",
     "status_counts",
     "step_links",
     "steps_by_state",
+    "still_waiting",
     "task_stats",
     "timeline",
     "uniqueness_of",
