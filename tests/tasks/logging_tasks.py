@@ -57,3 +57,15 @@ async def async_sleeps_until_released(release_path: str) -> str:
     while not Path(release_path).exists():
         await asyncio.sleep(0.05)  # the live stack's awaiting frame
     return "released"
+
+
+@task()
+def logs_in_steps(step_path: str, release_path: str) -> str:
+    """Log a line, another once ``step_path`` exists, then wait for ``release_path``."""
+    logger.info("waiting for the step")
+    while not Path(step_path).exists():
+        time.sleep(0.05)
+    logger.warning("the step was taken")
+    while not Path(release_path).exists():
+        time.sleep(0.05)
+    return "done"
