@@ -60,7 +60,7 @@ class RunLog:
     code: CodeType | None  # the task function's, where its stack starts
     thread: int = dataclasses.field(default_factory=threading.get_ident)
     task: asyncio.Task | None = None  # an async task's, on a worker's event loop
-    _pending: list[JobLogLine] = dataclasses.field(default_factory=list)
+    _pending: list[tuple] = dataclasses.field(default_factory=list)  # (number, time, ...)
     _kept: collections.deque = dataclasses.field(default_factory=collections.deque)
     _kept_bytes: int = 0
     _next: int = 1
@@ -71,22 +71,15 @@ class RunLog:
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def add(self, level: int, name: str, message: str) -> None:
-        """Keep one line; past the caps, the oldest lines kept are marked to be deleted."""
-        text = storable(message)[: steady_queue.job_log_max_bytes]
-        size = len(text.encode())
+        """Keep one line; past the caps, the oldest lines kept are marked to be deleted.
+
+        Only a tuple on the task's thread: the row is built when the line is written.
+        """
+        size = len(message.encode("utf-8", "backslashreplace"))
         with self._lock:
-            line = JobLogLine(
-                job_id=self.job_id,
-                attempt=self.attempt,
-                number=self._next,
-                logged_at=datetime.now(UTC),
-                level=level,
-                logger=name[:LOGGER_LENGTH],
-                message=text,
-            )
+            self._pending.append((self._next, time.time(), level, name, message))
+            self._kept.append((self._next, size))
             self._next += 1
-            self._pending.append(line)
-            self._kept.append((line.number, size))
             self._kept_bytes += size
             self._drop_past_caps()
 
@@ -101,15 +94,26 @@ class RunLog:
     def take(self) -> tuple[list[JobLogLine], int | None]:
         """The lines to insert, and the last number to delete (None: none) since the last take."""
         with self._lock:
-            lines = [line for line in self._pending if line.number > self._dropped]
+            pending = [line for line in self._pending if line[0] > self._dropped]
             self._pending = []
             # Only lines already written are deleted; those never written were skipped.
             upto = min(self._dropped, self._written)
             dropped = upto if upto > self._dropped_written else None
             self._dropped_written = self._dropped
-            if lines:
-                self._written = lines[-1].number
-        return lines, dropped
+            if pending:
+                self._written = pending[-1][0]
+        return [self._row(*line) for line in pending], dropped
+
+    def _row(self, number: int, at: float, level: int, name: str, message: str) -> JobLogLine:
+        return JobLogLine(
+            job_id=self.job_id,
+            attempt=self.attempt,
+            number=number,
+            logged_at=datetime.fromtimestamp(at, UTC),
+            level=level,
+            logger=name[:LOGGER_LENGTH],
+            message=storable(message)[: steady_queue.job_log_max_bytes],
+        )
 
     def _drop_past_caps(self) -> None:
         max_lines, max_bytes = steady_queue.job_log_max_lines, steady_queue.job_log_max_bytes
