@@ -70,6 +70,8 @@ def _named_value_pattern(names: list[str]) -> re.Pattern | None:
     words = "|".join(re.escape(name) for name in names if name)
     if not words:
         return None
+    # The value: quoted (spaces and all), or up to a space or a separator.
     return re.compile(
-        rf"""([\w.-]*(?:{words})[\w.-]*["']?\s*[=:]\s*["']?)([^\s"',;&}}]+)""", re.IGNORECASE
+        rf"""([\w.-]*(?:{words})[\w.-]*["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s"',;&}}]+)""",
+        re.IGNORECASE,
     )

@@ -49,6 +49,8 @@ _current: contextvars.ContextVar[RunLog | None] = contextvars.ContextVar(
 )
 _lock = threading.Lock()
 _running: dict[int, RunLog] = {}  # job id -> its run, while its call runs
+# One write at a time: a run's delete past its cap must not pass its insert in another.
+_writing = threading.Lock()
 
 
 @dataclasses.dataclass(eq=False)
@@ -164,15 +166,16 @@ def write(runs: list[RunLog] | None = None) -> int:
     if runs is None:
         with _lock:
             runs = list(_running.values())
-    taken = [(run, *run.take()) for run in runs]
-    taken = [(run, lines, dropped) for run, lines, dropped in taken if lines or dropped]
-    if not taken:
-        return 0
-    try:
-        _write(taken)
-    except Exception:
-        for one in taken:
-            _write_alone(one)
+    with _writing:
+        taken = [(run, *run.take()) for run in runs]
+        taken = [(run, lines, dropped) for run, lines, dropped in taken if lines or dropped]
+        if not taken:
+            return 0
+        try:
+            _write(taken)
+        except Exception:
+            for one in taken:
+                _write_alone(one)
     return sum(len(lines) for _run, lines, _dropped in taken)
 
 

@@ -109,7 +109,7 @@ def test_masked_arguments_are_masked_in_the_log(admin_client):
     html = admin_client.get(url("job-logs", job.pk)).text
 
     assert "hunter2-SECRET" not in html
-    assert "tok-9" not in html and "Bearer" not in html
+    assert "tok-9" not in html and "Bearer" not in html and "xyz" not in html
     assert f"logging in ada with password={MASK}" in html
     assert f"the raw secret is {MASK}" in html
 
