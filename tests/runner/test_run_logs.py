@@ -261,3 +261,34 @@ def test_a_job_gone_while_it_ran_loses_its_lines_not_the_others(capturing):
     assert run_logs.write([first, second]) == 2
 
     assert list(JobLogLine.objects.values_list("message", flat=True)) == ["to a job that is kept"]
+
+
+def test_a_root_logger_above_the_level_is_lowered_and_its_handlers_keep_their_level():
+    root = logging.getLogger()
+    handler = logging.NullHandler()
+    saved = root.level
+    root.setLevel(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        run_logs.install()
+        assert root.level == logging.INFO
+        assert handler.level == logging.WARNING  # shows what it showed before
+        run_logs.uninstall()
+        assert root.level == logging.WARNING
+        assert handler.level == logging.NOTSET
+    finally:
+        run_logs.uninstall()
+        root.removeHandler(handler)
+        root.setLevel(saved)
+
+
+def test_what_a_task_prints_to_stderr_is_kept_apart(capturing):
+    capturing(job_log_print=True)
+    job = Job.objects.create(task_path="tests.tasks.logging_tasks.chatty", queue_name="default")
+    import sys
+
+    with run_logs.capture(job):
+        sys.stderr.write("no newline at the end")
+
+    (line,) = JobLogLine.objects.filter(job=job)
+    assert (line.logger, line.message) == ("print.stderr", "no newline at the end")
