@@ -62,7 +62,7 @@ class RunLog:
     code: CodeType | None  # the task function's, where its stack starts
     thread: int = dataclasses.field(default_factory=threading.get_ident)
     task: asyncio.Task | None = None  # an async task's, on a worker's event loop
-    _pending: list[tuple] = dataclasses.field(default_factory=list)  # (number, time, ...)
+    _pending: collections.deque = dataclasses.field(default_factory=collections.deque)
     _kept: collections.deque = dataclasses.field(default_factory=collections.deque)
     _kept_bytes: int = 0
     _next: int = 1
@@ -88,7 +88,9 @@ class RunLog:
     def printed(self, stream: str, text: str) -> None:
         """Keep what the task printed, a line at a time (the rest waits for its newline)."""
         *lines, rest = (self._partial.pop(stream, "") + text).split("\n")
-        if rest:
+        if len(rest) > steady_queue.job_log_max_bytes:  # no newline for that long: a line
+            lines.append(rest)
+        elif rest:
             self._partial[stream] = rest
         for line in lines:
             self.add(logging.INFO, PRINT_LOGGERS[stream], line)
@@ -96,8 +98,7 @@ class RunLog:
     def take(self) -> tuple[list[JobLogLine], int | None]:
         """The lines to insert, and the last number to delete (None: none) since the last take."""
         with self._lock:
-            pending = [line for line in self._pending if line[0] > self._dropped]
-            self._pending = []
+            pending, self._pending = list(self._pending), collections.deque()
             # Only lines already written are deleted; those never written were skipped.
             upto = min(self._dropped, self._written)
             dropped = upto if upto > self._dropped_written else None
@@ -123,6 +124,9 @@ class RunLog:
             number, size = self._kept.popleft()
             self._kept_bytes -= size
             self._dropped = number
+        # Lines dropped before they were written are forgotten: a run's memory stays capped.
+        while self._pending and self._pending[0][0] <= self._dropped:
+            self._pending.popleft()
 
 
 @contextlib.contextmanager

@@ -292,3 +292,14 @@ def test_what_a_task_prints_to_stderr_is_kept_apart(capturing):
 
     (line,) = JobLogLine.objects.filter(job=job)
     assert (line.logger, line.message) == ("print.stderr", "no newline at the end")
+
+
+def test_lines_dropped_before_a_write_are_not_kept_in_memory(capturing):
+    capturing(job_log_max_lines=3)
+    run = run_logs.RunLog(job_id=1, attempt=1, code=None)
+    for number in range(1000):
+        run.add(logging.INFO, "tests", f"line {number}")
+
+    lines, dropped = run.take()
+    assert [line.message for line in lines] == ["line 997", "line 998", "line 999"]
+    assert dropped is None  # none of the dropped lines was written
