@@ -52,6 +52,17 @@ listen_database: str | bool | None = None
 # scheduler elsewhere, e.g. ``manage.py steady_queue --only-dispatchers``).
 embedded_processes: str = "all"
 
+# A running job's log (docs/reference/job-logs.md): the records its task emits through
+# ``logging`` at this level and above are kept with its attempt; None: none are.
+job_log_level: int | None = 20  # logging.INFO
+# Whether what the task prints (sys.stdout, sys.stderr) is kept too.
+job_log_print: bool = False
+# Per attempt, the newest lines kept: older ones are deleted (a marker says how many).
+job_log_max_lines: int = 1000
+job_log_max_bytes: int = 256 * 1024
+# How often a worker writes the lines its running jobs logged (and at each job's end).
+job_log_flush_interval: timedelta = timedelta(seconds=1)
+
 # The public API, importable from the package itself (``from steady_queue import
 # recurring``) and loaded on first use (PEP 562): importing ``steady_queue`` in
 # settings.py must not import models before Django's app registry is ready.

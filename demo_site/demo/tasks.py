@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from datetime import date, datetime, timedelta
@@ -49,12 +50,16 @@ def say_hello(name: str) -> str:
 
 @task(queue_name="background", takes_context=True)
 def crunch_numbers(context, steps: int = 20, step_seconds: float = 1.0) -> int:
-    """Slow: works for a while and reports its progress after every step."""
+    """Slow: works for a while, reports its progress and logs after every step.
+
+    Its job page shows its log lines as it writes them, and its live stack.
+    """
     total = 0
     for step in range(1, steps + 1):
         time.sleep(step_seconds)
         total += step * step
         report_progress(context, step, steps, f"Crunched {step} of {steps} blocks")
+        logging.getLogger(__name__).info("Block %d of %d: running total %d", step, steps, total)
     return total
 
 

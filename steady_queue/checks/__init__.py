@@ -10,6 +10,7 @@ from django.core import checks
 
 from ..configuration import check_configuration
 from ..routers import check_queue_database
+from .job_logs import check_job_log_settings
 from .queues import check_unheard_queues, polls
 from .recurring import check_recurring_tasks
 from .setup import BACKEND_PATH, check_backend, check_backend_configured, check_sqlite_concurrency
@@ -23,5 +24,6 @@ for _check in (
     check_queue_database,
     check_unheard_queues,
     check_recurring_tasks,
+    check_job_log_settings,
 ):
     checks.register(_check, checks.Tags.compatibility)

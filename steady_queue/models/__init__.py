@@ -15,6 +15,7 @@ from .process import Process
 from .queue import Queue
 from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
+from .run_log import JobLogLine, StackRequest
 from .semaphore import Semaphore
 from .task_rollup import TaskRollup
 from .unique_lock import UniqueLock
@@ -29,6 +30,7 @@ __all__ = [
     "ClaimedExecution",
     "FailedExecution",
     "Job",
+    "JobLogLine",
     "Pause",
     "Process",
     "Queue",
@@ -39,6 +41,7 @@ __all__ = [
     "RecurringTask",
     "ScheduledExecution",
     "Semaphore",
+    "StackRequest",
     "TaskRollup",
     "ThrottledExecution",
     "UniqueLock",

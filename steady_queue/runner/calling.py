@@ -20,7 +20,7 @@ from ..compat import TaskContext, TaskResult, normalize_json
 from ..models import ClaimedExecution
 from ..models.execution.claimed_finish import Failure
 from ..task_options import timeouts
-from . import deadlines
+from . import deadlines, run_logs
 
 #: A run's steps: it yields its Call, is sent the call's return value, returns its end.
 Run = Generator["Call", Any, tuple[TaskResult | None, storage.Finished]]
@@ -66,7 +66,9 @@ def call(task, started: TaskResult, claimed: ClaimedExecution) -> Generator[Call
     if task.takes_context:
         args = [TaskContext(task_result=started), *args]
     seconds = timeouts.seconds_for(job.task_path)
-    return_value = yield Call(claimed, task, list(args), kwargs, seconds)
+    # Its log lines are kept while it is called; the last of them written as it returns.
+    with run_logs.capture(job, code=getattr(task.func, "__code__", None)):
+        return_value = yield Call(claimed, task, list(args), kwargs, seconds)
     return_value = normalize_json(return_value)
     # NaN and infinities pass normalize_json but no database stores them as JSON:
     # refuse them here so the job fails (under its retry policy) like any task error.

@@ -59,6 +59,7 @@ from .recurring_schedules import (
     schedule_values,
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
+from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
 from .workflows import (
@@ -94,6 +95,7 @@ __all__ = [
     "RateLimitWindow",
     "RateLimitWindows",
     "ReleaseOutcome",
+    "RunLog",
     "RunRow",
     "RunSteps",
     "StepLinks",
@@ -141,7 +143,9 @@ __all__ = [
     "recurring_tasks",
     "release_job",
     "release_next_blocked",
+    "request_stack",
     "resume_queue",
+    "run_log_of",
     "run_recurring_task",
     "run_rows",
     "run_steps",
@@ -149,9 +153,11 @@ __all__ = [
     "save_schedule",
     "schedule_values",
     "set_recurring_enabled",
+    "stack_request",
     "status_counts",
     "step_links",
     "steps_by_state",
+    "still_waiting",
     "task_stats",
     "timeline",
     "uniqueness_of",

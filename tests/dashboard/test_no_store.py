@@ -7,7 +7,7 @@ import pytest
 from django.urls import resolve, reverse
 
 from steady_queue import arguments
-from steady_queue.models import Batch, RecurringTask
+from steady_queue.models import Batch, Job, RecurringTask
 from steady_queue_dashboard import urls
 
 from .test_pages import FRAGMENT_IDS, page_urls
@@ -60,7 +60,13 @@ def _more_pages() -> dict[str, str]:
         "edit schedule": reverse(name + "recurring-edit", args=["report"]),
         "workflow": reverse(name + "workflow-detail", args=[run.id]),
         "errors": reverse(name + "error-groups"),
+        "job log": reverse(name + "job-logs", args=[_a_job()]),
+        "job stack": reverse(name + "job-stack-answer", args=[_a_job(), 1]),
     }
+
+
+def _a_job() -> int:
+    return Job.objects.order_by("pk").values_list("pk", flat=True)[0]
 
 
 def test_the_other_pages_and_their_fragments_are_sent_with_no_store(admin_client, jobs):

@@ -30,7 +30,7 @@ from ... import storage
 from ...configuration import ASYNC_HELPER_THREADS
 from ...exceptions import JobCancelled
 from ...models import ClaimedExecution
-from ...runner import calling, deadlines, perform
+from ...runner import calling, deadlines, perform, run_logs
 from .async_claims import ClaimRoom
 from .pool import Pool
 from .unrecorded import end_unrecorded
@@ -215,6 +215,7 @@ class AsyncSlots:
     async def _calling(self, entry: _Entry) -> None:
         """Await the task's coroutine; keep what it returned or raised in ``entry.outcome``."""
         call = entry.call
+        run_logs.attach_task(asyncio.current_task())  # where its live stack is read
         interrupt = functools.partial(self._interrupt_from_thread, entry)
         run = deadlines.watchdog().watch(
             call.claimed,

@@ -19,7 +19,7 @@ import steady_queue
 from ... import configuration, storage
 from ...configuration import seconds
 from ...models import ClaimedExecution, Process
-from ...runner import deadlines
+from ...runner import deadlines, live_stack, run_logs
 from ...runner.perform import perform_then_claim
 from .. import change_watcher, listener, pacing
 from ..outages import recover_connections
@@ -77,6 +77,8 @@ class Worker(Poller):
         self._jobs_paced = 0
         self._stuck = StuckThreads()
         self._cancellations = Cancellations()
+        self._log_flushes = run_logs.Flushes()
+        self._stack_checks = live_stack.StackChecks()
         self.recycling = Recycling(
             after_jobs=recycle_after_jobs, above_memory=recycle_above_memory, owner=self
         )
@@ -123,6 +125,7 @@ class Worker(Poller):
         return self.ledger.running()
 
     def on_boot(self) -> None:
+        run_logs.install()
         self.pool.start()
         if self.async_slots is not None:
             self.async_slots.start()
@@ -141,6 +144,7 @@ class Worker(Poller):
         delay = self._poll()
         if running := self.running_job_ids:
             delay = min(delay, self._cancellations.check(running))
+            delay = min(delay, self._watch_runs(running))
         if self._stuck:
             self._check_stuck_threads()
             delay = min(delay, STUCK_CHECK_INTERVAL)
@@ -164,6 +168,10 @@ class Worker(Poller):
             self.ledger.unreserve()
         delay = self.pacing.after_poll(len(claimed) + self._jobs_run_since_last_poll())
         return 0 if len(claimed) == wanted else delay
+
+    def _watch_runs(self, running: set[int]) -> float:
+        """Write the running jobs' log lines, answer their stack requests; the next time."""
+        return min(self._log_flushes.due(), self._stack_checks.check(running))
 
     def on_shutdown(self) -> None:
         listener.stop(self.listener)
