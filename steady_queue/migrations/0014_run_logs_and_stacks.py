@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('steady_queue', '0012_rollup_cancelled_discarded'),
+        ('steady_queue', '0013_recurring_runtime'),
     ]
 
     operations = [
