@@ -74,6 +74,7 @@ TOP_LEVEL = {
         "batches",
         "cleanup",
         "context",
+        "pauses",
         "results",
         "testing",
         "waiting",

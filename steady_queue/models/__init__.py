@@ -7,6 +7,7 @@ from .execution import (
     ReadyExecution,
     ScheduledExecution,
 )
+from .execution.paused import PausedExecution
 from .execution.throttled import ThrottledExecution
 from .execution.waiting import WaitingExecution
 from .job import Job
@@ -16,6 +17,7 @@ from .queue import Queue
 from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
 from .semaphore import Semaphore
+from .task_pause import TaskPause
 from .task_rollup import TaskRollup
 from .unique_lock import UniqueLock
 from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
@@ -30,6 +32,7 @@ __all__ = [
     "FailedExecution",
     "Job",
     "Pause",
+    "PausedExecution",
     "Process",
     "Queue",
     "RateLimitBucket",
@@ -39,6 +42,7 @@ __all__ = [
     "RecurringTask",
     "ScheduledExecution",
     "Semaphore",
+    "TaskPause",
     "TaskRollup",
     "ThrottledExecution",
     "UniqueLock",

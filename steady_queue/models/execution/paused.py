@@ -1,0 +1,164 @@
+"""Jobs of a paused task, waiting for it to resume: ``PausedExecution``.
+
+Out of the ready table, as throttled jobs are, so that a paused task's backlog costs
+the workers' claims nothing: the claim stays the same index scan of the ready table.
+Pausing a task moves its ready jobs here in one transaction; a job of a paused task
+that becomes ready later (enqueued, dispatched, retried, released) comes here instead
+(``ReadyExecution.create_all_from_jobs``); one that reached a worker anyway (claimed
+before its transaction saw the pause, or a concurrency slot handed on to it) is moved
+here as its run would start (``Job.paused_run``): not an attempt. Resuming moves the
+task's jobs back to ready with their job ids, so that they run in their original order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.db import IntegrityError, models
+
+from ... import db
+from ...compat import TaskResultStatus
+from .. import states
+from ..task_pause import TaskPause
+from . import READY_COPIED_FIELDS, Execution, ReadyExecution
+
+if TYPE_CHECKING:
+    from ..job import Job
+
+#: Rows moved per statement when a task pauses or resumes (all in one transaction).
+MOVE_BATCH = 5000
+
+
+class PausedExecution(
+    Execution,
+    state=states.PAUSED,
+    task_status=TaskResultStatus.READY,
+    discardable=True,
+    cancellable=True,
+):
+    """A job of a paused task, waiting for the task to resume."""
+
+    job = models.OneToOneField(
+        "steady_queue.Job",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="paused_execution",
+    )
+    queue_name = models.CharField(max_length=255)
+    priority = models.SmallIntegerField(default=0)
+    task_path = models.CharField(max_length=255)
+
+    class Meta:
+        db_table = "steady_queue_paused_executions"
+        # Resuming reads a task's jobs in job order.
+        indexes = [models.Index(fields=["task_path", "job"], name="sq_paused_by_task")]
+
+    @classmethod
+    def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
+        rows = [
+            cls(
+                job=job,
+                task_path=job.task_path,
+                **{f: getattr(job, f) for f in READY_COPIED_FIELDS},
+            )
+            for job in jobs
+        ]
+        if rows:
+            cls.objects.bulk_create(rows)
+
+    @classmethod
+    def pause_task(cls, task_path: str) -> int:
+        """Pause ``task_path`` and move its ready jobs here; return how many were moved.
+
+        One transaction: once it commits, no ready row of the task is left (a claim
+        that took one first has it: that run goes on), and every later way to ready
+        sees the pause.
+        """
+
+        def pause() -> int:
+            with db.atomic():
+                _insert_pause(task_path)
+                return cls._park_ready(task_path)
+
+        try:
+            return db.retry_deadlocks(pause)
+        finally:
+            TaskPause.forget_hint()
+
+    @classmethod
+    def resume_task(cls, task_path: str) -> int:
+        """Resume ``task_path``: its paused jobs become ready again; return how many."""
+
+        def resume() -> int:
+            with db.atomic():
+                TaskPause.objects.filter(task_path=task_path).delete()
+                return cls._unpark(task_path)
+
+        try:
+            return db.retry_deadlocks(resume)
+        finally:
+            TaskPause.forget_hint()
+
+    @classmethod
+    def _park_ready(cls, task_path: str) -> int:
+        ready = ReadyExecution.objects.filter(job__task_path=task_path).order_by("job_id")
+        # Waits for a claim holding one of them: its claim wins, the rest move.
+        job_ids = list(
+            ready.locked(skip_locked=False, only_self=True).values_list("job_id", flat=True)
+        )
+        for start in range(0, len(job_ids), MOVE_BATCH):
+            chunk = job_ids[start : start + MOVE_BATCH]
+            rows = ReadyExecution.objects.filter(job_id__in=chunk).order_by("job_id")
+            cls.objects.bulk_create(
+                [
+                    cls(
+                        job_id=row.job_id,
+                        queue_name=row.queue_name,
+                        priority=row.priority,
+                        created_at=row.created_at,
+                        task_path=task_path,
+                    )
+                    for row in rows
+                ]
+            )
+            ReadyExecution.objects.filter(job_id__in=chunk).delete()
+        return len(job_ids)
+
+    @classmethod
+    def _unpark(cls, task_path: str) -> int:
+        from ..signals import jobs_ready
+
+        paused = cls.objects.filter(task_path=task_path).order_by("job_id")
+        job_ids = list(paused.locked(skip_locked=False).values_list("job_id", flat=True))
+        queues: set[str] = set()
+        for start in range(0, len(job_ids), MOVE_BATCH):
+            chunk = job_ids[start : start + MOVE_BATCH]
+            rows = list(cls.objects.filter(job_id__in=chunk).order_by("job_id"))
+            # Same job ids, priorities and entry times: the poll order is the original one.
+            ReadyExecution.objects.bulk_create(
+                [
+                    ReadyExecution(
+                        job_id=row.job_id,
+                        queue_name=row.queue_name,
+                        priority=row.priority,
+                        created_at=row.created_at,
+                    )
+                    for row in rows
+                ]
+            )
+            cls.objects.filter(job_id__in=chunk).delete()
+            queues.update(row.queue_name for row in rows)
+        if queues:
+            jobs_ready.send(ReadyExecution, queue_names=queues)
+        return len(job_ids)
+
+
+def _insert_pause(task_path: str) -> None:
+    if TaskPause.objects.filter(task_path=task_path).exists():
+        return
+    try:
+        with db.atomic():  # a savepoint: a concurrent pause of the same task is no error
+            TaskPause.objects.create(task_path=task_path)
+    except IntegrityError:
+        pass
