@@ -8,15 +8,18 @@ Each round measures two phases, in alternating order (interleaved, so that a dri
 the machine falls on both alike):
 
 - without: ``--jobs`` ready jobs of ``bench.task_pause_tasks.other``, nothing else;
-- with: the same, after ``--backlog`` jobs of ``bench.task_pause_tasks.export`` were
-  enqueued (ready, the storage's bulk enqueue) and the task paused (``pause_task``,
-  which moves them to the paused table; its time is reported).
+- with: the same, beside ``--backlog`` jobs of ``bench.task_pause_tasks.export``, a
+  paused task (paused, then its jobs enqueued: they go straight to the paused table).
 
-A phase's claim rate is ``--jobs`` divided by the time to claim them all in polls of
+Consecutive phases of the same kind share the backlog (built once, not per phase).
+
+Before each phase the database is vacuumed and analyzed (``_settle``). A phase's claim
+rate is ``--jobs`` divided by the time to claim them all in polls of
 ``--batch`` through the database's fast storage, as a worker's main loop does
 (``storage.for_alias().claim``), for a registered worker process. Figures are the medians of
 ``--rounds`` rounds. At the end the backlog is resumed (the time of ``resume_task``,
-and whether its jobs came back in their order). The database (``--name``, default
+and whether its jobs came back in their order), then paused again (the time of
+``pause_task`` moving that many ready jobs). The database (``--name``, default
 sq_bench_task_pauses) is dropped and created again.
 """
 
@@ -32,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 PAUSED = "bench.task_pause_tasks.export"
+POLL = ("-priority", "job_id")
 
 
 def main() -> int:
@@ -42,34 +46,34 @@ def main() -> int:
     print(f"{system.description()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{options.backlog:,} paused jobs, {options.jobs:,} other jobs, {options.rounds} rounds")
     figures: dict[str, list[float]] = {}
+    backlog = False
     for round_ in range(options.rounds):
-        order = ("without", "with") if round_ % 2 == 0 else ("with", "without")
-        for phase in order:
-            for name, value in _phase(options, phase == "with").items():
-                figures.setdefault(name, []).append(value)
+        order = (False, True) if round_ % 2 == 0 else (True, False)
+        for wanted in order:
+            if wanted != backlog:
+                _build_backlog(options) if wanted else database.truncate()
+                backlog = wanted
+            _enqueue("other", options.jobs)
+            _settle()
+            name = f"claims/s {'with' if wanted else 'without'}"
+            figures.setdefault(name, []).append(_claim_rate(options))
         print(f"round {round_ + 1}: " + _line(figures, -1), flush=True)
     print("medians: " + _line(figures))
-    _resume_check(options)
+    if not backlog:
+        _build_backlog(options)
+    _moves(options)
     return 0
 
 
-def _phase(options: argparse.Namespace, backlog: bool) -> dict[str, float]:
-    from bench import database
+def _build_backlog(options: argparse.Namespace) -> None:
+    """Pause the task, then enqueue its backlog: straight to the paused table."""
+    from steady_queue.models import PausedExecution
     from steady_queue.pauses import pause_task
 
-    database.truncate()
-    figures = {}
-    if backlog:
-        _enqueue("export", options.backlog)
-        began = time.perf_counter()
-        moved = pause_task(PAUSED)
-        figures["pause_task s"] = time.perf_counter() - began
-        assert moved == options.backlog, moved
-        _analyze()
-    label = "with" if backlog else "without"
-    _enqueue("other", options.jobs)
-    figures[f"claims/s {label}"] = _claim_rate(options)
-    return figures
+    pause_task(PAUSED)
+    _enqueue("export", options.backlog)
+    assert PausedExecution.objects.count() == options.backlog
+    _analyze()
 
 
 def _enqueue(name: str, count: int) -> None:
@@ -79,6 +83,22 @@ def _enqueue(name: str, count: int) -> None:
     task = getattr(task_pause_tasks, name)
     for start in range(0, count, 5000):
         enqueue_all([(task, (), {})] * min(5000, count - start))
+
+
+def _settle() -> None:
+    """Start each measurement from the same state: the claims of the phase before left
+    dead entries at the head of the poll index, which PostgreSQL's scans would step over
+    until a vacuum (autovacuum's work, which a test server may not do in time)."""
+    from django.db import connection
+
+    from bench import database
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+            database._checkpoint(cursor)
+    else:
+        _analyze()
 
 
 def _analyze() -> None:
@@ -99,30 +119,34 @@ def _process():
 
 
 def _claim_rate(options: argparse.Namespace) -> float:
+    """Claim ``--jobs`` ready jobs of the other task in polls of ``--batch``; jobs/s."""
     from steady_queue import storage
-    from steady_queue.models import ClaimedExecution
+    from steady_queue.models import Job
 
     process, claimed, began = _process(), 0, time.perf_counter()
     while batch := storage.for_alias().claim(["*"], options.batch, process):
         claimed += len(batch)
     elapsed = time.perf_counter() - began
     assert claimed == options.jobs, claimed
-    ClaimedExecution.objects.all().delete()
+    Job.objects.filter(task_path="bench.task_pause_tasks.other").delete()
     return claimed / elapsed
 
 
-def _resume_check(options: argparse.Namespace) -> None:
+def _moves(options: argparse.Namespace) -> None:
+    """The time to resume the backlog (paused to ready, in order) and to pause it again."""
     from steady_queue.models import ReadyExecution
-    from steady_queue.pauses import resume_task
+    from steady_queue.pauses import pause_task, resume_task
 
     began = time.perf_counter()
     resumed = resume_task(PAUSED)
     elapsed = time.perf_counter() - began
-    ids = list(
-        ReadyExecution.objects.order_by("-priority", "job_id").values_list("job_id", flat=True)
-    )
+    ids = list(ReadyExecution.objects.order_by(*POLL).values_list("job_id", flat=True))
     in_order = ids == sorted(ids) and len(ids) == resumed == options.backlog
     print(f"resume_task: {resumed:,} jobs ready again in {elapsed:.2f} s, in order: {in_order}")
+    began = time.perf_counter()
+    moved = pause_task(PAUSED)
+    elapsed = time.perf_counter() - began
+    print(f"pause_task: {moved:,} ready jobs moved to paused in {elapsed:.2f} s")
 
 
 def _line(figures: dict[str, list[float]], index: int | None = None) -> str:

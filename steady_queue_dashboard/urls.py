@@ -22,6 +22,7 @@ from .views import (
     queues,
     rate_limits,
     recurring,
+    task_pauses,
     tasks,
     workflows,
 )
@@ -110,6 +111,8 @@ urlpatterns = [
     path("actions/job/release/<sq_job:pk>/", job_actions.job_release, name="job-release"),
     path("actions/queue/pause/<sq_key:name>/", queues.queue_pause, name="queue-pause"),
     path("actions/queue/resume/<sq_key:name>/", queues.queue_resume, name="queue-resume"),
+    path("actions/task/pause/<sq_key:task>/", task_pauses.task_pause, name="task-pause"),
+    path("actions/task/resume/<sq_key:task>/", task_pauses.task_resume, name="task-resume"),
     path("actions/recurring/run/<sq_key:key>/", recurring.recurring_run, name="recurring-run"),
     path(
         "actions/recurring/enable/<sq_key:key>/",

@@ -52,6 +52,14 @@ from .recurring import (
     set_recurring_enabled,
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
+from .task_pauses import (
+    is_paused,
+    pause_task,
+    paused_tasks,
+    ready_count,
+    resume_task,
+    task_pause_check,
+)
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
 from .workflows import (
@@ -113,12 +121,15 @@ __all__ = [
     "find_recurring_task",
     "find_run",
     "is_cancelled",
+    "is_paused",
     "jobs",
     "key_slots",
     "listing_for",
     "next_blocked_job",
     "pausable",
     "pause_queue",
+    "pause_task",
+    "paused_tasks",
     "process_health",
     "process_tree",
     "queue",
@@ -127,11 +138,13 @@ __all__ = [
     "queues",
     "rate_limit_of",
     "rate_limit_windows",
+    "ready_count",
     "recurring_runs",
     "recurring_tasks",
     "release_job",
     "release_next_blocked",
     "resume_queue",
+    "resume_task",
     "run_recurring_task",
     "run_rows",
     "run_steps",
@@ -140,6 +153,7 @@ __all__ = [
     "status_counts",
     "step_links",
     "steps_by_state",
+    "task_pause_check",
     "task_stats",
     "timeline",
     "uniqueness_of",
