@@ -1,4 +1,7 @@
-"""Paused tasks: workers start no job of a paused task, on any queue, until it resumes."""
+"""Paused tasks: workers start no job of a paused task, on any queue, until it resumes.
+
+``pause_task``, ``resume_task``, ``paused_tasks`` are the public API (``steady_queue.pauses``).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,11 @@ from collections.abc import Iterable
 
 from django.db import models
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from .. import db
+from ..compat import Task
+from ..exceptions import TaskPauseError
 from .base import QueueModel
 
 #: How long a process trusts what it last read of the paused tasks, to choose an
@@ -83,3 +89,58 @@ class _Hint:
 
 
 _hint = _Hint()
+
+
+def pause_task(task: Task | str) -> int:
+    """Pause ``task`` (a Task or its dotted path); return how many ready jobs now wait.
+
+    Once it returns, no job of the task starts until it is resumed (runs that had
+    started go on). Pausing a paused task changes nothing and returns 0.
+    """
+    from .execution.paused import PausedExecution
+
+    return PausedExecution.pause_task(task_path_of(task))
+
+
+def resume_task(task: Task | str) -> int:
+    """Resume ``task``: its paused jobs become ready, in their order; return how many.
+
+    A paused task whose code is gone can still be resumed by its path. Resuming a task
+    that is not paused changes nothing and returns 0.
+    """
+    from .execution.paused import PausedExecution
+
+    gone = isinstance(task, str) and _plain(task)
+    if not (gone and TaskPause.objects.filter(task_path=task).exists()):
+        task = task_path_of(task)
+    return PausedExecution.resume_task(task)
+
+
+def paused_tasks() -> list[str]:
+    """The dotted paths of the paused tasks, sorted."""
+    return sorted(TaskPause.objects.values_list("task_path", flat=True))
+
+
+def task_path_of(task: Task | str) -> str:
+    """The dotted path of ``task`` (a Task, or a path that imports to one); else
+    ``TaskPauseError``."""
+    if isinstance(task, Task):
+        return task.module_path
+    if not isinstance(task, str):
+        raise TaskPauseError(f"Expected a task or its dotted path, got {type(task).__name__}.")
+    if not _plain(task):
+        raise TaskPauseError(f"{task!r} is not the dotted path of a task.")
+    try:
+        found = import_string(task)
+    except ImportError as exc:
+        raise TaskPauseError(f"No task at {task!r}: it does not import.") from exc
+    if not isinstance(found, Task):
+        raise TaskPauseError(f"{task!r} is not a task (it is a {type(found).__name__}).")
+    if found.module_path != task:
+        raise TaskPauseError(f"{task!r} is an alias: the task's path is {found.module_path!r}.")
+    return task
+
+
+def _plain(path: str) -> bool:
+    """Whether ``path`` reads as a dotted path (no database refuses to compare it)."""
+    return bool(path) and "." in path and "\x00" not in path and path == path.strip()

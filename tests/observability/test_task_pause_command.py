@@ -80,3 +80,16 @@ def test_each_paused_task_is_a_metric(settings):
     samples = scrape()
     assert sample(samples, "steady_queue_task_paused", task=ECHO) == 1
     assert sample(samples, "steady_queue_task_paused", task="tests.tasks.add") == 1
+
+
+def test_steady_queue_jobs_lists_and_cancels_paused_jobs():
+    ids = [tasks.echo.enqueue(n).id for n in range(2)]
+    pause_task(ECHO)
+
+    assert run_command("steady_queue_jobs", "list", "--status", "paused").lines[0] == (
+        "2 paused jobs match."
+    )
+    run_command("steady_queue_jobs", "cancel", "--status", "paused", "--yes")
+
+    assert not Job.objects.filter(pk__in=ids, paused_execution__isnull=False).exists()
+    assert Job.objects.filter(pk__in=ids, failed_execution__isnull=False).count() == 2
