@@ -217,3 +217,21 @@ def test_the_hint_is_read_at_most_once_a_second_per_process(monkeypatch, django_
     pause_task(ECHO)  # forgets the hint
     with django_assert_num_queries(1):
         assert TaskPause.seems_paused(ECHO)
+
+
+def test_jobs_left_paused_after_their_task_resumed_are_made_ready_by_the_failsafe(
+    django_assert_max_num_queries,
+):
+    # What an enqueue that read the pause as the task was resumed leaves behind.
+    pause_task(ECHO)
+    pause_task("tests.tasks.add")
+    forgotten = tasks.echo.enqueue("left behind")
+    kept = tasks.add.enqueue(1, 2)
+    TaskPause.objects.filter(task_path=ECHO).delete()
+
+    with django_assert_max_num_queries(4):  # the pauses, then a seek per gap (3)
+        assert PausedExecution._forgotten_tasks() == [ECHO]
+    assert PausedExecution.repair_forgotten() == 1
+
+    assert (job_state(forgotten), job_state(kept)) == ("ready", "paused")
+    assert PausedExecution.repair_forgotten() == 0

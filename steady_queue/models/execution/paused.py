@@ -12,6 +12,7 @@ task's jobs back to ready with their job ids, so that they run in their original
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -100,6 +101,41 @@ class PausedExecution(
             return db.retry_deadlocks(resume)
         finally:
             TaskPause.forget_hint()
+
+    @classmethod
+    def repair_forgotten(cls, batch_size: int = 500) -> int:
+        """Make ready the jobs waiting as paused whose task is not paused; return how many.
+
+        A failsafe, run by the dispatchers' maintenance: an enqueue that read the pause
+        as the task was being resumed writes its job here after the resume moved the
+        others. One index seek per gap between the paused tasks (few), however many
+        jobs wait; a run repairs the first forgotten task of each gap, the next run the
+        next. A task paused again meanwhile is no harm: its jobs made ready here
+        are paused again by the worker that claims them (``Job.paused_run``).
+        """
+        moved = 0
+        for task_path in cls._forgotten_tasks()[:batch_size]:
+            moved += db.retry_deadlocks(lambda path=task_path: cls._unpark_forgotten(path))
+        return moved
+
+    @classmethod
+    def _forgotten_tasks(cls) -> list[str]:
+        paused = sorted(TaskPause.objects.values_list("task_path", flat=True))
+        bounds = [None, *paused, None]
+        found = []
+        for low, high in itertools.pairwise(bounds):
+            gap = cls.objects.all()
+            gap = gap if low is None else gap.filter(task_path__gt=low)
+            gap = gap if high is None else gap.filter(task_path__lt=high)
+            found += gap.order_by("task_path").values_list("task_path", flat=True)[:1]
+        return found
+
+    @classmethod
+    def _unpark_forgotten(cls, task_path: str) -> int:
+        with db.atomic():
+            if TaskPause.objects.filter(task_path=task_path).exists():
+                return 0
+            return cls._unpark(task_path)
 
     @classmethod
     def _park_ready(cls, task_path: str) -> int:
