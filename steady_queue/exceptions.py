@@ -137,6 +137,11 @@ class ScheduleError(ValueError):
         self.field = field
 
 
+class TaskPauseError(ValueError):
+    """``pause_task`` / ``resume_task`` given something that names no task (not a Task,
+    or a path that does not import to one): nothing was written."""
+
+
 #: The ``exception_class`` a cancelled job's failure is stored with: the dashboard, the ops
 #: commands and the health checks tell cancelled jobs from failed ones by it (an index).
 CANCELLED_CLASS = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"

@@ -146,6 +146,20 @@ LISTINGS: dict[str, Listing] = {
             empty=_("No job is waiting for room in its rate limit window."),
         ),
         Listing(
+            status=states.PAUSED,
+            label=_("Paused"),
+            # Each paused task's jobs in the order they will run when it resumes
+            # (sq_paused_by_task).
+            ordering=("paused_execution__task_path", "paused_execution__job_id"),
+            time_field="created_at",
+            time_label=_("Enqueued"),
+            queue_field="paused_execution__queue_name",
+            priority_field="paused_execution__priority",
+            row_actions=("cancel", "discard"),
+            bulk_actions=("cancel", "discard"),
+            empty=_("No job waits for its task to resume."),
+        ),
+        Listing(
             status=states.WAITING,
             label=_("Waiting"),
             # Workflow steps waiting for their upstream steps: by job id, the table's

@@ -24,6 +24,7 @@ from .views import (
     recurring,
     recurring_schedules,
     run_logs,
+    task_pauses,
     tasks,
     workflows,
 )
@@ -122,6 +123,8 @@ urlpatterns = [
     path("actions/job/stack/<sq_job:pk>/", run_logs.job_stack, name="job-stack"),
     path("actions/queue/pause/<sq_key:name>/", queues.queue_pause, name="queue-pause"),
     path("actions/queue/resume/<sq_key:name>/", queues.queue_resume, name="queue-resume"),
+    path("actions/task/pause/<sq_key:task>/", task_pauses.task_pause, name="task-pause"),
+    path("actions/task/resume/<sq_key:task>/", task_pauses.task_resume, name="task-resume"),
     path("actions/recurring/run/<sq_key:key>/", recurring.recurring_run, name="recurring-run"),
     path(
         "actions/recurring/enable/<sq_key:key>/",

@@ -60,3 +60,25 @@ def pytest_terminal_summary(terminalreporter) -> None:
         counts = dict(report.user_properties).get("dashboard_fuzz_requests")
         if counts is not None:
             terminalreporter.write_line(f"dashboard fuzz: {counts} requests, 0 answered 500")
+
+
+@pytest.fixture(autouse=True)
+def _no_task_paused_hint(monkeypatch):
+    """Start each test knowing no task is paused, without the hint's query.
+
+    An enqueue reads the paused tasks at most once a second (``TaskPause.seems_paused``);
+    that read landing inside a test's counted queries would depend on timing. Pausing
+    or resuming in a test reads them again (``forget_hint``); tests/test_pauses.py
+    tests the hint itself.
+    """
+    import time
+
+    from django.conf import settings
+
+    from steady_queue.models import task_pause
+
+    monkeypatch.setattr(task_pause, "HINT_SECONDS", float("inf"))
+    for alias in settings.DATABASES:
+        task_pause._hint._read[alias] = (time.monotonic(), frozenset())
+    yield
+    task_pause._hint.clear()

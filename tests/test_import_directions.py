@@ -77,6 +77,7 @@ TOP_LEVEL = {
         "cleanup",
         "context",
         "recurring_task",
+        "pauses",
         "results",
         "testing",
         "waiting",

@@ -27,7 +27,16 @@ from prometheus_client.core import (
 )
 
 from ..exceptions import CANCELLED_CLASS
-from ..models import FailedExecution, Job, Pause, Process, ReadyExecution, TaskRollup, states
+from ..models import (
+    FailedExecution,
+    Job,
+    Pause,
+    Process,
+    ReadyExecution,
+    TaskPause,
+    TaskRollup,
+    states,
+)
 from ..models.queue_figures import COUNT_CAP, Counts, next_ready_at, queue_names
 from ..models.task_rollup import BUCKETS
 
@@ -104,7 +113,7 @@ def _queue_field(model) -> str:
 
 
 def _kept_and_paused() -> Iterator[Metric]:
-    """How many finished jobs the table keeps (capped), and which queues are paused."""
+    """How many finished jobs the table keeps (capped), and which queues and tasks are paused."""
     finished = Job.objects.filter(finished_at__isnull=False).order_by()[: FINISHED_CAP + 1]
     yield GaugeMetricFamily(
         f"{PREFIX}_finished_jobs_kept",
@@ -117,6 +126,14 @@ def _kept_and_paused() -> Iterator[Metric]:
     for queue in Pause.objects.order_by("queue_name").values_list("queue_name", flat=True):
         paused.add_metric([queue], 1)
     yield paused
+    tasks = GaugeMetricFamily(
+        f"{PREFIX}_task_paused",
+        "1 for each paused task (steady_queue.pauses); its jobs wait as paused.",
+        labels=["task"],
+    )
+    for task in TaskPause.objects.order_by("task_path").values_list("task_path", flat=True):
+        tasks.add_metric([task], 1)
+    yield tasks
 
 
 def _task_rollups() -> Iterator[Metric]:

@@ -7,6 +7,7 @@ from .execution import (
     ReadyExecution,
     ScheduledExecution,
 )
+from .execution.paused import PausedExecution
 from .execution.throttled import ThrottledExecution
 from .execution.waiting import WaitingExecution
 from .job import Job
@@ -17,6 +18,7 @@ from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
 from .run_log import JobLogLine, StackRequest
 from .semaphore import Semaphore
+from .task_pause import TaskPause
 from .task_rollup import TaskRollup
 from .unique_lock import UniqueLock
 from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
@@ -32,6 +34,7 @@ __all__ = [
     "Job",
     "JobLogLine",
     "Pause",
+    "PausedExecution",
     "Process",
     "Queue",
     "RateLimitBucket",
@@ -42,6 +45,7 @@ __all__ = [
     "ScheduledExecution",
     "Semaphore",
     "StackRequest",
+    "TaskPause",
     "TaskRollup",
     "ThrottledExecution",
     "UniqueLock",

@@ -32,6 +32,7 @@ SCHEDULED = "scheduled"
 RUNNING = "running"
 BLOCKED = "blocked"
 THROTTLED = "throttled"
+PAUSED = "paused"  # a job of a paused task (steady_queue.pauses)
 WAITING = "waiting"
 FAILED = "failed"
 # Job-level states, with no table of their own.
@@ -40,7 +41,7 @@ FINISHED = "finished"  # no execution row; finished_at set
 DISCARDED = "discarded"  # a job object whose rows are gone
 
 #: The execution kinds, in the order lists show them (each one table).
-KIND_ORDER = (READY, SCHEDULED, RUNNING, BLOCKED, THROTTLED, WAITING, FAILED)
+KIND_ORDER = (READY, SCHEDULED, RUNNING, BLOCKED, THROTTLED, PAUSED, WAITING, FAILED)
 #: Old spellings accepted as input (the dashboard's URLs, ``steady_queue_jobs --status``).
 ALIASES = {"pending": READY, "in-progress": RUNNING}
 

@@ -18,6 +18,7 @@ from ..models import (
     Semaphore,
     ThrottledExecution,
 )
+from ..models.execution.paused import PausedExecution
 from ..models.execution.throttled import repair_forgotten
 from . import listener
 from .poller import Poller
@@ -85,6 +86,7 @@ class Dispatcher(Poller):
         run_concurrency_maintenance(self.batch_size)
         RateLimitBucket.prune(self.batch_size)
         repair_forgotten(self.batch_size)
+        PausedExecution.repair_forgotten(self.batch_size)
         self._next_maintenance = time.monotonic() + self.concurrency_maintenance_interval
 
 

@@ -8,7 +8,14 @@ import threading
 from ..compat import TaskResult, task_finished
 from ..exceptions import RescheduleJob
 from ..models import Job
-from ..models.execution.claimed_finish import Failure, Outcome, Reschedule, Success, Throttle
+from ..models.execution.claimed_finish import (
+    Failure,
+    Outcome,
+    Paused,
+    Reschedule,
+    Success,
+    Throttle,
+)
 from ..observability.log import job_fields
 from ..results import result_for, task_for
 from . import cancellation
@@ -16,7 +23,12 @@ from . import cancellation
 logger = logging.getLogger("steady_queue.perform")
 
 #: The span's word for a recorded outcome (a Failure's: ``failure_label``).
-LABELS = {Success: "succeeded", Reschedule: "rescheduled", Throttle: "throttled"}
+LABELS = {
+    Success: "succeeded",
+    Reschedule: "rescheduled",
+    Throttle: "throttled",
+    Paused: "paused",
+}
 
 
 def outcome_of(job: Job, exc: BaseException) -> Outcome:

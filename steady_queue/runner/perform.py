@@ -5,10 +5,10 @@ what the call returned (or thrown what it raised). ``perform`` drives it on one 
 a worker's event loop (``processes.async_slots``) drives it for ``async def`` tasks:
 the steps before and after the call on a helper thread, the call awaited on the loop.
 
-Whether it starts is the models' answer (``Job.cancelled_run``, ``Job.admit_or_throttle``,
-``ClaimedExecution.start_unless_lost``); how it ends is one ``Outcome``, recorded once
-by the claim (``ClaimedExecution.record``) the storage's way (``storage.finish``, which
-may claim the thread's next job in the same statement). Whatever is raised from
+Whether it starts is the models' answer (``Job.cancelled_run``, ``paused_run``,
+``admit_or_throttle``, ``ClaimedExecution.start_unless_lost``); how it ends is one ``Outcome``,
+recorded once by the claim (``ClaimedExecution.record``) the storage's way (``storage.finish``,
+which may claim the thread's next job in the same statement). Whatever is raised from
 anywhere in a run, the job ends with it as its error: a run never leaves its claim.
 """
 
@@ -56,7 +56,7 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                 task = ending.task_or_none(job)
             else:
                 task = task_for(job)
-                outcome = job.admit_or_throttle()  # no room: not an attempt, no signals
+                outcome = job.paused_run() or job.admit_or_throttle()  # paused: takes no room
             if outcome is None:
                 started = result_for(job, task)
                 # Asked as it starts: a worker pruned while stopped before starts nothing.

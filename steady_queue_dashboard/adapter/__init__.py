@@ -60,6 +60,14 @@ from .recurring_schedules import (
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
 from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
+from .task_pauses import (
+    is_paused,
+    pause_task,
+    paused_tasks,
+    ready_count,
+    resume_task,
+    task_pause_check,
+)
 from .task_stats import DEFAULT_WINDOW, WINDOWS, TaskStats, task_stats
 from .uniqueness import Uniqueness, uniqueness_of
 from .workflows import (
@@ -124,12 +132,15 @@ __all__ = [
     "find_recurring_task",
     "find_run",
     "is_cancelled",
+    "is_paused",
     "jobs",
     "key_slots",
     "listing_for",
     "next_blocked_job",
     "pausable",
     "pause_queue",
+    "pause_task",
+    "paused_tasks",
     "preview_schedule",
     "process_health",
     "process_tree",
@@ -139,12 +150,14 @@ __all__ = [
     "queues",
     "rate_limit_of",
     "rate_limit_windows",
+    "ready_count",
     "recurring_runs",
     "recurring_tasks",
     "release_job",
     "release_next_blocked",
     "request_stack",
     "resume_queue",
+    "resume_task",
     "run_log_of",
     "run_recurring_task",
     "run_rows",
@@ -158,6 +171,7 @@ __all__ = [
     "step_links",
     "steps_by_state",
     "still_waiting",
+    "task_pause_check",
     "task_stats",
     "timeline",
     "uniqueness_of",

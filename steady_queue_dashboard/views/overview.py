@@ -46,6 +46,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "health": reading.health_of(processes),
         "error_groups": groups.groups[:TOP_ERRORS],
         "more_error_groups": len(groups.groups) > TOP_ERRORS,
+        "paused_tasks": adapter.paused_tasks(),
     }
     return render_page(
         request,

@@ -35,6 +35,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
             "queue_names": adapter.queue_names(),
             "shown_tasks": SHOWN_TASKS,
             "help": WINDOW_HELP,
+            "paused_tasks": adapter.paused_tasks(),
         },
         fragment="steady_queue_dashboard/tasks/_table.html",
         section="tasks",

@@ -24,7 +24,7 @@ def get(client, name: str, *args, query: str = "") -> str:
 
 def test_overview_counts_each_status_and_draws_the_activity(admin_client, jobs):
     html = get(admin_client, "overview")
-    assert html.count('class="card-value"') == 9  # cancelled is a status of its own
+    assert html.count('class="card-value"') == 10  # cancelled is a status of its own
     assert '<rect class="bar finished"' in html and '<rect class="bar failed"' in html
     assert "finished (1)" in html and "failed (1)" in html
 

@@ -13,6 +13,7 @@ STATUSES = [
     "running",
     "blocked",
     "throttled",
+    "paused",
     "waiting",
     "failed",
     "cancelled",

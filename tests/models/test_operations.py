@@ -72,7 +72,7 @@ def test_a_finished_job_cannot_be_discarded():
     run_ready_jobs()
     with pytest.raises(
         JobStateError,
-        match="finished: only ready, scheduled, blocked, throttled, waiting or failed jobs",
+        match="finished: only ready, scheduled, blocked, throttled, paused, waiting or failed jobs",
     ):
         job(result).discard()
 

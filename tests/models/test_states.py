@@ -13,6 +13,7 @@ from steady_queue.models import (
     BlockedExecution,
     ClaimedExecution,
     FailedExecution,
+    PausedExecution,
     ReadyExecution,
     ScheduledExecution,
     ThrottledExecution,
@@ -30,7 +31,7 @@ def test_every_execution_table_is_registered_once_in_order():
     }
     kinds = states.kinds()
     assert {kind.model for kind in kinds} == tables
-    assert len(kinds) == len(tables) == 7
+    assert len(kinds) == len(tables) == 8
     assert [kind.name for kind in kinds] == list(states.KIND_ORDER)
     assert [kind.model for kind in kinds] == [
         ReadyExecution,
@@ -38,6 +39,7 @@ def test_every_execution_table_is_registered_once_in_order():
         ClaimedExecution,
         BlockedExecution,
         ThrottledExecution,
+        PausedExecution,
         WaitingExecution,
         FailedExecution,
     ]
@@ -67,6 +69,7 @@ def test_the_job_level_states_follow_the_kinds():
         "running",
         "blocked",
         "throttled",
+        "paused",
         "waiting",
         "failed",
         "cancelled",
@@ -100,7 +103,7 @@ def test_a_table_declaring_a_state_the_registry_does_not_list_fails_at_import():
                 app_label = "steady_queue"
 
     assert states._registered == before
-    assert len(states.kinds()) == 7
+    assert len(states.kinds()) == 8
 
 
 def test_a_second_table_for_a_state_fails_at_import():

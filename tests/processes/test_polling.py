@@ -139,10 +139,10 @@ def test_dispatcher_polls_again_at_once_while_a_backlog_remains(django_assert_ma
     ScheduledExecution.objects.update(scheduled_at=timezone.now() - timedelta(seconds=1))
     dispatcher = Dispatcher(polling_interval=0.5, batch_size=2, concurrency_maintenance=False)
 
-    # BEGIN, lock the due ids, (savepoint) load their jobs, delete, insert ready,
-    # (NOTIFY on PostgreSQL), (release savepoint), COMMIT: whatever the batch size; and
-    # one read of the rate limit windows' next turn.
-    with django_assert_max_num_queries(10):
+    # BEGIN, lock the due ids, (savepoint) load their jobs, delete, read whether their
+    # tasks are paused, insert ready, (NOTIFY on PostgreSQL), (release savepoint), COMMIT:
+    # whatever the batch size; and one read of the rate limit windows' next turn.
+    with django_assert_max_num_queries(11):
         assert dispatcher.poll() == 0  # a full batch: more may be due
     assert dispatcher.poll() == 0.5
     assert ReadyExecution.objects.count() == 3 and not ScheduledExecution.objects.exists()

@@ -71,7 +71,7 @@ def test_finished_and_failed_jobs_cannot_be_cancelled():
     run_ready_jobs()
     job = Job.objects.get(pk=done.id)
     with pytest.raises(
-        JobStateError, match="only ready, scheduled, running, blocked, throttled or waiting"
+        JobStateError, match="only ready, scheduled, running, blocked, throttled, paused or waiting"
     ):
         job.cancel()
     assert Job.objects.filter(pk=done.id).cancel_all() == 0

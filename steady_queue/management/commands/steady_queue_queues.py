@@ -1,24 +1,31 @@
-"""``manage.py steady_queue_queues``: list queues, pause or resume one."""
+"""``manage.py steady_queue_queues``: list queues, pause or resume one (or one task)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.models.queue import Queue
-from steady_queue.ops import audit, backends
+from steady_queue.ops import audit, backends, task_pauses
 from steady_queue.ops.queues import all_queues, exists
+
+TASK_ACTIONS = ("pause-task", "resume-task")
 
 
 class Command(BaseCommand):
     help = (
         "List queues with their size, latency and state, or pause or resume one, like the "
-        "dashboard. pause is a dry run unless --yes. Real runs are written to the "
-        "dashboard's audit log as the OS user."
+        "dashboard; pause-task and resume-task pause a task (its dotted path) on every "
+        "queue. pause and pause-task are dry runs unless --yes. Real runs are written to "
+        "the dashboard's audit log as the OS user."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("action", choices=["list", "pause", "resume"])
-        parser.add_argument("name", nargs="?", help="The queue to pause or resume.")
+        parser.add_argument(
+            "action", choices=["list", "pause", "resume", "pause-task", "resume-task"]
+        )
+        parser.add_argument(
+            "name", nargs="?", help="The queue (or, for pause-task and resume-task, the task)."
+        )
         parser.add_argument("--yes", action="store_true", help="Really pause (default: dry run).")
         backends.add_argument(parser)
 
@@ -33,6 +40,8 @@ class Command(BaseCommand):
     def _handle(self, action: str, name: str | None, really: bool) -> None:
         if action == "list":
             return self._list()
+        if action in TASK_ACTIONS:
+            return task_pauses.run(self, action, name, really)
         if not name:
             raise CommandError(f"{action} needs the name of a queue.")
         self._check_backend(action, name)
@@ -60,6 +69,7 @@ class Command(BaseCommand):
             latency = f"{queue.latency.total_seconds():.0f}s" if queue.latency else "-"
             state = "paused" if queue.is_paused else "running"
             self.stdout.write(f"{queue.name:<24} {queue.size:>9,} {latency:>9}  {state}")
+        task_pauses.list_paused(self)
 
     def _pause(self, queue: Queue, really: bool) -> None:
         if queue.is_paused:

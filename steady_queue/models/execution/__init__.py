@@ -3,7 +3,7 @@
 Over 300 lines: ``Execution`` and the five tables of the first design (ready, scheduled,
 claimed, blocked, failed) with their moves in and out share the poll order and the
 copied columns; the later kinds have modules of their own beside it (``throttled``,
-``waiting``), and a claimed job's end is ``claimed_finish`` / ``outcomes``.
+``paused``, ``waiting``), and a claimed job's end is ``claimed_finish`` / ``outcomes``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .. import states
 from ..base import QueueModel
 from ..queue_selector import QueueSelector
 from ..signals import jobs_ready, jobs_scheduled
+from ..task_pause import TaskPause
 from .claimed_lifecycle import ClaimedLifecycle
 
 if TYPE_CHECKING:
@@ -112,6 +113,13 @@ class ReadyExecution(
 
     @classmethod
     def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:
+        """Make ``jobs`` ready; those of a paused task wait as paused instead."""
+        jobs = list(jobs)
+        if paused := TaskPause.paused_among(job.task_path for job in jobs):
+            from .paused import PausedExecution
+
+            PausedExecution.create_all_from_jobs(j for j in jobs if j.task_path in paused)
+            jobs = [job for job in jobs if job.task_path not in paused]
         rows = [cls(job=j, **{f: getattr(j, f) for f in READY_COPIED_FIELDS}) for j in jobs]
         if rows:
             cls.objects.bulk_create(rows)

@@ -34,6 +34,7 @@ from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     Failure,
     LastResort,
     Outcome,
+    Paused,
     Release,
     Reschedule,
     Success,

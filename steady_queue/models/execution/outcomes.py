@@ -179,6 +179,21 @@ class Release(Outcome):
 
 
 @dataclasses.dataclass(frozen=True)
+class Paused(Release):
+    """Not an attempt: the job's task is paused; it waits as paused (``PausedExecution``).
+
+    Stored as a release is: the move to ready sees the pause (or, resumed meanwhile, the
+    job is simply ready again). It keeps its slot, as a paused ready job does.
+    """
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        super().store(claimed, attempt)
+        logger.info(
+            "Paused job %s: its task is paused", claimed.job_id, extra=job_fields(claimed.job)
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class LastResort(Outcome):
     """A fixed failure with nothing from the run in it, when even UnstorableOutcome failed."""
 

@@ -9,6 +9,7 @@ from ... import db
 from ...compat import TaskResultStatus
 from .. import states
 from .concurrency_controls import ConcurrencyControls
+from .pausable import Pausable
 from .rate_limited import RateLimited
 from .unique import UniqueJobs
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from . import Job
 
 
-class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
+class Executable(UniqueJobs, RateLimited, Pausable, ConcurrencyControls):
     """Move a job between its execution tables (``states.kinds()``)."""
 
     @classmethod
@@ -81,8 +82,12 @@ class Executable(UniqueJobs, RateLimited, ConcurrencyControls):
 
     @property
     def is_ready_on_enqueue(self) -> bool:
-        """Whether enqueueing makes this job ready straight away, with no semaphore to take."""
-        return self.is_due and not (self.is_concurrency_limited or self.is_rate_limited)
+        """Whether enqueueing makes this job ready straight away, with no semaphore to take
+        (nor, as far as this process knows, a paused task: ``TaskPause.seems_paused``)."""
+        from ..task_pause import TaskPause
+
+        limited = self.is_concurrency_limited or self.is_rate_limited
+        return self.is_due and not limited and not TaskPause.seems_paused(self.task_path)
 
     @property
     def is_due(self) -> bool:

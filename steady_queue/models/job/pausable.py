@@ -1,0 +1,27 @@
+"""Jobs of paused tasks (``steady_queue.pauses``): the check as a run would start."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..execution.outcomes import Paused
+
+
+class Pausable:
+    """Whether a claimed job's task is paused, asked as its run would start."""
+
+    def paused_run(self) -> Paused | None:
+        """The outcome a run of this job ends with if its task is paused (``Paused``: it
+        waits as paused, not an attempt); else None.
+
+        Asked of the database for every run: a job that became ready as its task was
+        being paused (its transaction had not seen the pause), or that was handed a
+        concurrency slot, reaches a worker; it must not start while its task is paused.
+        """
+        from ..execution.outcomes import Paused
+        from ..task_pause import TaskPause
+
+        if TaskPause.objects.filter(task_path=self.task_path).exists():
+            return Paused()
+        return None
