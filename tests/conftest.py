@@ -66,7 +66,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
 def _no_task_paused_hint(monkeypatch):
     """Start each test knowing no task is paused, without the hint's query.
 
-    An enqueue reads the paused tasks at most once a second (``TaskPause.seems_paused``);
+    An enqueue or a run reads the paused tasks at most twice a second (``TaskPause.seems_paused``);
     that read landing inside a test's counted queries would depend on timing. Pausing
     or resuming in a test reads them again (``forget_hint``); tests/test_pauses.py
     tests the hint itself.

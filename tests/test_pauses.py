@@ -3,6 +3,7 @@ queue, and run in their order when it resumes; other tasks never notice."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from steady_queue.models import (
     ReadyExecution,
     TaskPause,
     states,
+    task_pause,
 )
 from steady_queue.models.task_pause import _hint
 from steady_queue.pauses import TaskPauseError, pause_task, paused_tasks, resume_task
@@ -83,6 +85,9 @@ def test_a_ready_job_of_a_paused_task_is_paused_by_its_run_not_started():
     # racing the pause, or a fast path trusting a stale hint): a ready row of a paused task.
     result = tasks.echo.enqueue("raced")
     TaskPause.objects.create(task_path=ECHO)
+    # A worker's hint of the paused tasks is at most HINT_SECONDS old, and pause_task
+    # returns only after that long: by a run that starts after it returned, read again.
+    TaskPause.forget_hint()
 
     assert run_ready_jobs() == []
 
@@ -235,3 +240,26 @@ def test_jobs_left_paused_after_their_task_resumed_are_made_ready_by_the_failsaf
 
     assert (job_state(forgotten), job_state(kept)) == ("ready", "paused")
     assert PausedExecution.repair_forgotten() == 0
+
+
+def test_pause_task_returns_once_every_process_hint_has_been_read_since():
+    started = time.monotonic()
+    pause_task(ECHO)
+
+    assert time.monotonic() - started >= task_pause.SETTLE_SECONDS >= 0.5
+
+
+def test_a_run_of_a_task_its_hint_says_is_not_paused_asks_nothing(django_assert_num_queries):
+    tasks.echo.enqueue("free")
+    job = Job.objects.get()
+
+    with django_assert_num_queries(0):
+        assert job.paused_run() is None
+
+
+def test_a_stale_hint_of_a_resumed_task_does_not_park_its_job():
+    pause_task(ECHO)
+    result = tasks.echo.enqueue("later")
+    TaskPause.objects.filter(task_path=ECHO).delete()  # resumed elsewhere; hint not read
+
+    assert Job.objects.get(pk=result.id).paused_run() is None

@@ -18,9 +18,13 @@ from ..compat import Task
 from ..exceptions import TaskPauseError
 from .base import QueueModel
 
-#: How long a process trusts what it last read of the paused tasks, to choose an
-#: enqueue's path (``seems_paused``); never to decide whether a job may start.
-HINT_SECONDS = 1.0
+#: How long a process trusts what it last read of the paused tasks (``seems_paused``):
+#: to choose an enqueue's path, and whether a run must ask the database before it starts.
+HINT_SECONDS = 0.5
+
+#: How long ``pause_task`` waits after its commit before it returns: at least
+#: ``HINT_SECONDS``, so that every process's hint has been read after the pause by then.
+SETTLE_SECONDS = 0.5
 
 
 class TaskPause(QueueModel):
@@ -78,9 +82,12 @@ class _Hint:
     def paths(self, alias: str) -> frozenset[str]:
         read_at, paths = self._read.get(alias, (None, frozenset()))
         if read_at is None or time.monotonic() - read_at > HINT_SECONDS:
+            # Dated before the query: the answer is at least as new as that moment, which
+            # is what pause_task's wait counts on.
+            asked_at = time.monotonic()
             paths = frozenset(TaskPause.objects.using(alias).values_list("task_path", flat=True))
             with self._lock:
-                self._read[alias] = (time.monotonic(), paths)
+                self._read[alias] = (asked_at, paths)
         return paths
 
     def clear(self) -> None:
@@ -96,10 +103,18 @@ def pause_task(task: Task | str) -> int:
 
     Once it returns, no job of the task starts until it is resumed (runs that had
     started go on). Pausing a paused task changes nothing and returns 0.
+
+    It returns ``SETTLE_SECONDS`` (half a second) after its commit: a run asks the
+    database whether its task is paused only when its process's hint (read at most
+    ``HINT_SECONDS`` before) says so, which keeps that read off every run's path; after
+    the wait every process's hint has seen the pause. Called inside a transaction, the
+    promise holds from that transaction's commit plus the same half second.
     """
     from .execution.paused import PausedExecution
 
-    return PausedExecution.pause_task(task_path_of(task))
+    moved = PausedExecution.pause_task(task_path_of(task))
+    time.sleep(SETTLE_SECONDS)
+    return moved
 
 
 def resume_task(task: Task | str) -> int:

@@ -6,8 +6,11 @@ code (``time.sleep``, a database driver, an extension): the line that called it 
 shown, and the answer says so. An ``async def`` job on a worker's event loop: its
 coroutine's chain of awaits (``cr_await``), each suspended frame (``cr_frame``).
 
-The worker asks for requests while it runs jobs, every ``CHECK_INTERVAL`` (one
-query), and answers each into its row: no network port, the database carries it.
+The worker asks for requests while it runs jobs that have run for ``CHECK_INTERVAL`` or
+longer, once per interval (one query), and answers each into its row: no network port,
+the database carries it. Jobs that end sooner cost no query: a worker busy with short
+jobs polls as it did without live stacks, and a stack of such a job would be gone
+before the page could show it.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from django.utils import timezone
 from ..models.run_log import StackRequest
 from . import run_logs
 
-# While jobs run, how often a worker asks for stack requests (answered within 2 s).
-CHECK_INTERVAL = 0.5
+# While jobs run, how often a worker asks for stack requests (answered within 2 s);
+# over a second, so that a busy worker's loop still sleeps until a thread frees up.
+CHECK_INTERVAL = 1.2
 # At most this many frames are shown, the innermost ones.
 MAX_FRAMES = 60
 
@@ -57,18 +61,26 @@ def answer_requests(job_ids: set[int]) -> int:
 
 
 class StackChecks:
-    """When a worker's loop asks for stack requests: every ``CHECK_INTERVAL`` while jobs run."""
+    """When a worker's loop asks for stack requests: once per ``CHECK_INTERVAL``, about
+    the jobs that have been running at least that long (see the module)."""
 
     def __init__(self) -> None:
-        self._next = time.monotonic()
+        self._seen: dict[int, float] = {}  # running job id: when this loop first saw it
+        self._next = 0.0
 
     def check(self, running_job_ids: set[int]) -> float:
         """Answer the requests if it is time; return the seconds until the next time."""
         now = time.monotonic()
-        if now >= self._next:
-            self._next = now + CHECK_INTERVAL
-            answer_requests(running_job_ids)
-        return max(0.0, self._next - now)
+        self._seen = {job_id: self._seen.get(job_id, now) for job_id in running_job_ids}
+        if not self._seen:
+            return CHECK_INTERVAL
+        oldest = min(self._seen.values())
+        due = max(self._next, oldest + CHECK_INTERVAL)
+        if now < due:
+            return due - now
+        self._next = now + CHECK_INTERVAL
+        answer_requests({j for j, since in self._seen.items() if now - since >= CHECK_INTERVAL})
+        return CHECK_INTERVAL
 
 
 def _outward(frame: FrameType | None) -> list[FrameType]:

@@ -130,7 +130,9 @@ def test_a_busy_worker_polls_without_queries(worker_process, django_assert_num_q
     with django_assert_num_queries(0):
         delay = worker.poll()
 
-    assert delay > 1  # until a thread frees up and wakes it
+    # Until a thread frees up and wakes it, or the next write of its jobs' log lines
+    # (job_log_flush_interval, a second; no query when they logged nothing).
+    assert delay > 0.9
 
 
 def test_dispatcher_polls_again_at_once_while_a_backlog_remains(django_assert_max_num_queries):

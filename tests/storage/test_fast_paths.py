@@ -69,9 +69,8 @@ def test_claim_then_run_costs_a_fixed_number_of_statements(
     # PostgreSQL (MySQL): one statement (script) claims the five jobs, one per job finishes
     # it. SQLite: BEGIN IMMEDIATE, the DELETE ... RETURNING, the claims' INSERT, COMMIT;
     # per job BEGIN IMMEDIATE, delete the claim, update the job, COMMIT
-    # (test_sqlite_fast_paths.py names each statement). Each run first asks whether its
-    # task is paused (one indexed read, docs/reference/task-pauses.md).
-    with django_assert_num_queries(1 + 5 * 2 if FAST else 4 + 5 * 5):
+    # (test_sqlite_fast_paths.py names each statement).
+    with django_assert_num_queries(1 + 5 if FAST else 4 + 5 * 4):
         for claimed in storage.claim(["*"], 5, worker_process):
             perform(claimed)
 
@@ -89,9 +88,8 @@ def test_a_busy_thread_records_each_job_and_claims_the_next_in_one_statement(
 
     # PostgreSQL (MySQL): per job, one statement (script) records it and claims the next.
     # SQLite: per job one transaction of six statements that records it and claims the
-    # next (test_sqlite_fast_paths.py names them). Each run first asks whether its task
-    # is paused.
-    with django_assert_num_queries(5 * 2 if FAST else 5 * 7):
+    # next (test_sqlite_fast_paths.py names them).
+    with django_assert_num_queries(5 if FAST else 5 * 6):
         worker._run(first)  # as a worker thread does, until nothing is left
 
     assert Job.objects.filter(finished_at__isnull=False).count() == 5
