@@ -64,6 +64,9 @@ def backend_problem() -> str | None:
     )
 
 
+JOBS_TABLE = "steady_queue_jobs"
+
+
 def missing_tables(alias: str) -> list[str]:
     """The Steady Queue tables not in database ``alias``, sorted (one introspection query)."""
     expected = {
@@ -80,6 +83,8 @@ def tables_problem(alias: str) -> str | None:
     """Say which tables database ``alias`` lacks and what to do, or None when it has all."""
     if not (missing := missing_tables(alias)):
         return None
+    # The jobs table first: the one a reader knows, whatever sorts before it.
+    missing.sort(key=lambda table: table != JOBS_TABLE)
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
     return (
         f"Steady Queue's tables are missing from database {alias!r} ({shown}): "

@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from steady_queue.batches import batch
 from steady_queue.models import Job
+from steady_queue.pauses import pause_task
 from steady_queue.workflows import Workflow
 from steady_queue_dashboard.models import AuditEntry
+from tests import tasks as plain_tasks
 from tests.browser.test_dashboard import seed_a_busy_hour
 from tests.tasks import dashboard as tasks
 from tests.tasks import groups
@@ -71,6 +73,7 @@ LIST_PAGES = [
     "blocked",
     "throttled",
     "waiting",
+    "paused",
     "queues",
     "processes",
     "tasks",
@@ -82,7 +85,7 @@ LIST_PAGES = [
     "audit",
     "errors",
 ]
-JOB_STATES = LIST_PAGES[:9]
+JOB_STATES = LIST_PAGES[:10]
 # Pages whose filter form folds behind a "Filters" button at phone width.
 FILTERED_PAGES = [*JOB_STATES, "batches", "workflows"]
 
@@ -100,6 +103,8 @@ def seed_every_list() -> None:
     Job.objects.get(pk=tasks.record.enqueue("to cancel").id).cancel()
     for _ in range(3):  # two a minute: the third waits, throttled
         tasks.call_partner.enqueue(7)
+    pause_task(plain_tasks.echo)  # its job waits as paused
+    plain_tasks.echo.enqueue("paused")
     AuditEntry.objects.create(
         created_at=timezone.now(),
         username="root",

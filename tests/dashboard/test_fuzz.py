@@ -19,7 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from steady_queue.models import Job, Pause, RecurringTask, Semaphore
+from steady_queue.pauses import pause_task
 from steady_queue_dashboard.listings import LISTINGS
+from tests import tasks as plain_tasks
 from tests.dashboard.conftest import make_jobs
 
 pytestmark = pytest.mark.django_db
@@ -123,6 +125,8 @@ def snapshot() -> tuple:
 def world(db):
     jobs = make_jobs()
     Pause.objects.create(queue_name="mail/pause")
+    pause_task(plain_tasks.echo)  # a row on the paused list too
+    plain_tasks.echo.enqueue("paused")
     RecurringTask.objects.create(
         key="nightly/run", schedule="0 3 * * *", task_path="tests.tasks.dashboard.record"
     )

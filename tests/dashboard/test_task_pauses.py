@@ -127,3 +127,16 @@ def test_the_overview_lists_paused_tasks(admin_client, echoes, django_assert_max
     html = admin_client.get(url("overview")).content.decode()
     assert "Paused tasks" in html and ECHO in html
     assert url("job-list", "paused") in html
+
+
+def test_the_paused_list_shows_each_waiting_job_with_its_pause(
+    admin_client, echoes, django_assert_max_num_queries
+):
+    pause_task(ECHO)
+    with django_assert_max_num_queries(20):
+        response = admin_client.get(url("job-list", "paused"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    rows = re.findall(r'<tr id="job-row-(\d+)"', html)
+    assert sorted(map(int, rows)) == sorted(map(int, echoes[:3]))  # the echoes, not the add
+    assert "Paused for" in html
