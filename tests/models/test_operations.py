@@ -167,7 +167,9 @@ def test_retrying_ten_thousand_failed_jobs_takes_a_bounded_number_of_queries(
     django_assert_max_num_queries,
 ):
     make_failed_jobs(FAILED_JOBS)
-    with django_assert_max_num_queries(BATCHES * 8 + 5):
+    # Nine per batch on Django 5.2 (eight on 6): one of them reads whether the jobs'
+    # tasks are paused, as every way to ready does.
+    with django_assert_max_num_queries(BATCHES * 9 + 5):
         assert Job.objects.retry_all(batch_size=BATCH) == FAILED_JOBS
     assert ReadyExecution.objects.count() == FAILED_JOBS
     assert not FailedExecution.objects.exists()
