@@ -123,7 +123,11 @@ def test_a_recycled_worker_thread_is_replaced_at_once_and_loses_no_job(start_sup
         tasks.record.enqueue(str(run_log.path), label)
     supervisor = start_supervisor("RECYCLE_AFTER_JOBS", *ASYNC, children=2)
 
-    wait_until(lambda: len(run_log.entries()) == 40, what="every job to run")
+    # A job's attempt is written when it finishes, after the task wrote its line: wait on that.
+    wait_until(
+        lambda: Job.objects.filter(finished_at__isnull=False).count() == 40,
+        what="every job to finish",
+    )
 
     assert sorted(run_log.entries()) == sorted(labels)  # each once
     assert run_log.pids() == {supervisor.pid}
