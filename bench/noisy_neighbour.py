@@ -1,0 +1,323 @@
+"""The noisy neighbour: one tenant's flood against four tenants' trickle, with and
+without ``@fair``, in the same run.
+
+    python bench/noisy_neighbour.py                        # PostgreSQL; --db mysql or sqlite
+    python bench/noisy_neighbour.py --jobs 5000 --rounds 3 --work 0.005
+    python bench/noisy_neighbour.py --smoke                # a few hundred jobs, one round
+
+Each round runs two modes in alternating order (interleaved, so that a drift of the
+shared machine falls on both alike): ``plain`` (the FIFO path, ``bench.
+noisy_neighbour_tasks.plain``) and ``fair`` (``shared``: ``@fair`` keyed by tenant).
+In each mode, the real ``manage.py steady_queue`` (``--configs``, processes x threads)
+runs while:
+
+1. baseline: tenants B-E each enqueue one job every ``--interval`` (50 ms) for
+   ``--baseline`` seconds on an empty queue (their pickup latency with nobody ahead);
+2. flood: tenant A enqueues ``--jobs`` jobs at once (``enqueue_all`` in chunks of
+   5,000), then B-E enqueue as before until A's backlog is drained.
+
+Figures per mode: B-E pickup latency p50/p95/p99 (the job's first line minus its
+enqueue), the empty-queue p95, A's throughput (its jobs / the span of their runs) and the
+total drain rate (every job of the flood / from the first start to the last end); the
+median of ``--rounds`` rounds. Then one saturation run: tenants X, Y and Z of
+``weighted`` (weights 1:2:4) with backlogs in proportion (``--saturation`` jobs for X),
+and the shares of starts each got in every ``--window``-second window while all three
+still had jobs waiting. The database (``--name``, default sq_bench_noisy) is dropped
+and created again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+TASKS = "bench.noisy_neighbour_tasks"
+TRICKLE = ("B", "C", "D", "E")
+MODES = ("plain", "fair")
+CHUNK = 5_000
+
+
+def main() -> int:
+    options = _parse_args()
+    from bench import database, system
+
+    database.prepare(options.db, options.name)
+    print(f"{system.description()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(
+        f"A: {options.jobs:,} jobs of {options.work * 1000:g} ms at once; B-E: one job each "
+        f"every {options.interval * 1000:g} ms; workers {options.config}; "
+        f"{options.rounds} round(s)",
+        flush=True,
+    )
+    figures: dict[str, dict[str, list[float]]] = {mode: {} for mode in MODES}
+    for number in range(options.rounds):
+        for mode in MODES if number % 2 == 0 else reversed(MODES):
+            for name, value in _round(options, mode).items():
+                figures[mode].setdefault(name, []).append(value)
+            print(f"  round {number + 1}, {mode}: {_line(figures[mode], -1)}", flush=True)
+    print(f"\nmedians of {options.rounds} round(s)")
+    for mode in MODES:
+        print(f"  {mode}: {_line(figures[mode])}")
+    _report_ratios(figures)
+    _saturation(options)
+    return 0
+
+
+# One mode of one round ---------------------------------------------------------------
+
+
+def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
+    from bench import database, processes
+
+    task = _task("plain" if mode == "plain" else "shared")
+    database.truncate()
+    command = ["steady_queue", "--config", f"bench.configs.W{options.config}", "--skip-recurring"]
+    with processes.running([command]):
+        _wait_for_workers()
+        baseline = _trickle_for(task, options, options.baseline)
+        _wait_until_finished(options.timeout)
+        began = time.time()
+        flood = _flood(task, options)
+        stream = _Trickle(task, options)
+        stream.start()
+        _wait_until_finished(options.timeout, ids=flood)
+        stream.stop()
+        _wait_until_finished(options.timeout)
+    return _figures(baseline, began)
+
+
+def _flood(task, options: argparse.Namespace) -> tuple[int, int]:
+    """Enqueue A's jobs; return the first and last of their ids (nothing else is enqueued
+    meanwhile: the trickle starts after)."""
+    from steady_queue.backend import enqueue_all
+
+    ids = []
+    for start in range(0, options.jobs, CHUNK):
+        count = min(CHUNK, options.jobs - start)
+        ids += [int(result.id) for result in enqueue_all([(task, ("A", options.work), {})] * count)]
+    return min(ids), max(ids)
+
+
+class _Trickle(threading.Thread):
+    """B-E, one job each every ``interval`` seconds, until stopped."""
+
+    def __init__(self, task, options: argparse.Namespace):
+        super().__init__(daemon=True)
+        self.task, self.options, self.halt = task, options, threading.Event()
+
+    def run(self) -> None:
+        from django.db import connection
+
+        tick = time.monotonic()
+        try:
+            while not self.halt.is_set():
+                for tenant in TRICKLE:
+                    self.task.enqueue(tenant, self.options.work)
+                tick += self.options.interval
+                self.halt.wait(max(tick - time.monotonic(), 0.0))
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join()
+
+
+def _trickle_for(task, options: argparse.Namespace, seconds: float) -> float:
+    """Run B-E's trickle alone for ``seconds``; return the time it ended (a boundary)."""
+    stream = _Trickle(task, options)
+    stream.start()
+    time.sleep(seconds)
+    stream.stop()
+    return time.time()
+
+
+def _figures(baseline_end: float, flood_began: float) -> dict[str, float]:
+    runs = _runs()
+    empty = [run for run in runs if run["enqueued"] < baseline_end and run["tenant"] != "A"]
+    flood = [run for run in runs if run["enqueued"] >= flood_began]
+    trickle = [run["latency"] for run in flood if run["tenant"] != "A"]
+    tenant_a = [run for run in flood if run["tenant"] == "A"]
+    return {
+        "B-E p50 ms": _percentile(trickle, 50) * 1000,
+        "B-E p95 ms": _percentile(trickle, 95) * 1000,
+        "B-E p99 ms": _percentile(trickle, 99) * 1000,
+        "empty-queue B-E p95 ms": _percentile([run["latency"] for run in empty], 95) * 1000,
+        "A jobs/s": _rate(tenant_a),
+        "drain jobs/s": _rate(flood),
+    }
+
+
+def _runs() -> list[dict]:
+    """Each finished job: its tenant, when it was enqueued, began and ended, its latency."""
+    from steady_queue.models import Job
+
+    runs = []
+    rows = Job.objects.filter(finished_at__isnull=False).values_list(
+        "arguments", "created_at", "return_value"
+    )
+    for arguments, created_at, (began, ended) in rows.iterator(chunk_size=5_000):
+        enqueued = created_at.timestamp()
+        runs.append(
+            {
+                "tenant": arguments["args"][0],
+                "enqueued": enqueued,
+                "began": began,
+                "ended": ended,
+                "latency": max(began - enqueued, 0.0),
+            }
+        )
+    return runs
+
+
+def _rate(runs: list[dict]) -> float:
+    if not runs:
+        return 0.0
+    span = max(run["ended"] for run in runs) - min(run["began"] for run in runs)
+    return len(runs) / span if span > 0 else 0.0
+
+
+def _percentile(values: list[float], q: int) -> float:
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+# The weighted saturation run -----------------------------------------------------------
+
+
+def _saturation(options: argparse.Namespace) -> None:
+    """X, Y, Z (weights 1:2:4) with backlogs 1:2:4: the shares of starts in each window."""
+    from bench import database, processes
+    from bench.noisy_neighbour_tasks import WEIGHTS
+    from steady_queue.backend import enqueue_all
+
+    task = _task("weighted")
+    database.truncate()
+    for tenant, weight in WEIGHTS.items():
+        for start in range(0, options.saturation * weight, CHUNK):
+            count = min(CHUNK, options.saturation * weight - start)
+            enqueue_all([(task, (tenant, options.work), {})] * count)
+    command = ["steady_queue", "--config", f"bench.configs.W{options.config}", "--skip-recurring"]
+    with processes.running([command]):
+        _wait_until_finished(options.timeout)
+    windows = _windows(_runs(), options.window)
+    total = sum(WEIGHTS.values())
+    print(f"\nsaturation, weights X:Y:Z = 1:2:4, {options.window:g} s windows while all wait")
+    worst = 0.0
+    for index, counts in enumerate(windows):
+        starts = sum(counts.values())
+        shares = {key: counts.get(key, 0) / starts for key in WEIGHTS}
+        errors = {key: shares[key] / (WEIGHTS[key] / total) - 1 for key in WEIGHTS}
+        worst = max(worst, *(abs(error) for error in errors.values()))
+        described = ", ".join(f"{key} {shares[key]:.1%} ({errors[key]:+.1%})" for key in WEIGHTS)
+        print(f"  window {index + 1}: {starts:,} starts: {described}")
+    print(f"  worst deviation from 1:2:4 over {len(windows)} window(s): {worst:.1%}")
+
+
+def _windows(runs: list[dict], width: float) -> list[dict[str, int]]:
+    """Starts per tenant in consecutive windows, up to the first tenant's last start."""
+    if not runs:
+        return []
+    first = min(run["began"] for run in runs)
+    last_starts = {}
+    for run in runs:
+        last_starts[run["tenant"]] = max(last_starts.get(run["tenant"], 0.0), run["began"])
+    end = min(last_starts.values())
+    windows: list[dict[str, int]] = [{} for _ in range(int((end - first) // width))]
+    for run in runs:
+        index = int((run["began"] - first) // width)
+        if index < len(windows):
+            windows[index][run["tenant"]] = windows[index].get(run["tenant"], 0) + 1
+    return windows
+
+
+# Helpers -------------------------------------------------------------------------------
+
+
+def _task(name: str):
+    from bench import noisy_neighbour_tasks
+
+    return getattr(noisy_neighbour_tasks, name)
+
+
+def _wait_for_workers(timeout: float = 60.0) -> None:
+    from steady_queue.models import Process
+
+    deadline = time.monotonic() + timeout
+    while not Process.objects.filter(kind=Process.Kind.WORKER).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("no worker registered")
+        time.sleep(0.1)
+
+
+def _wait_until_finished(timeout: float, ids: tuple[int, int] | None = None) -> None:
+    """Wait for every job (or those with ids in the range ``ids``) to finish."""
+    from steady_queue.models import Job
+
+    pending = Job.objects.filter(finished_at__isnull=True)
+    if ids is not None:
+        pending = pending.filter(pk__range=ids)
+    deadline = time.monotonic() + timeout
+    while pending.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"jobs not finished in {timeout} s")
+        time.sleep(0.2)
+
+
+def _report_ratios(figures: dict[str, dict[str, list[float]]]) -> None:
+    plain, fair = (
+        {name: statistics.median(values) for name, values in figures[mode].items()}
+        for mode in MODES
+    )
+    print(
+        f"  fair B-E p95 / its empty-queue p95: "
+        f"{fair['B-E p95 ms'] / max(fair['empty-queue B-E p95 ms'], 1e-9):.2f}x "
+        f"(plain: {plain['B-E p95 ms'] / max(plain['empty-queue B-E p95 ms'], 1e-9):.1f}x)"
+    )
+    print(
+        f"  fair drain / plain drain: "
+        f"{fair['drain jobs/s'] / max(plain['drain jobs/s'], 1e-9):.2f}; load {os.getloadavg()}"
+    )
+
+
+def _line(figures: dict[str, list[float]], index: int | None = None) -> str:
+    parts = []
+    for name, values in figures.items():
+        value = statistics.median(values) if index is None else values[index]
+        parts.append(f"{name} {value:,.1f}")
+    return ", ".join(parts)
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--db", choices=["postgres", "mysql", "sqlite"], default="postgres")
+    parser.add_argument("--name", default="sq_bench_noisy")
+    parser.add_argument("--jobs", type=int, default=50_000, help="tenant A's flood")
+    parser.add_argument("--work", type=float, default=0.0, help="seconds each job runs (0.005)")
+    parser.add_argument("--interval", type=float, default=0.05, help="B-E's enqueue interval")
+    parser.add_argument("--baseline", type=float, default=5.0, help="seconds of B-E alone")
+    parser.add_argument("--saturation", type=int, default=5_000, help="X's backlog (Y 2x, Z 4x)")
+    parser.add_argument("--window", type=float, default=10.0, help="seconds per share window")
+    parser.add_argument("--config", default="2x5", help="worker processes x threads")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    options = parser.parse_args()
+    if options.smoke:
+        options.jobs, options.rounds, options.baseline = 300, 1, 1.0
+        options.saturation, options.window = 100, 1.0
+    return options
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
