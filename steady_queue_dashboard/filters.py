@@ -112,6 +112,12 @@ class JobFilter(django_filters.FilterSet):
         widget=forms.TextInput(attrs={"placeholder": _("class or message")}),
     )
     key = django_filters.CharFilter(label=_("Concurrency key"), method="filter_key")
+    fairness_key = django_filters.CharFilter(
+        label=_("Fairness key"),
+        method="filter_fairness_key",
+        max_length=255,
+        help_text=_("A fair task's tenant (its @fair key), as the queue's Fair share panel shows it."),
+    )
     args = django_filters.CharFilter(
         label=_("Argument"),
         method="filter_arguments",
@@ -191,6 +197,12 @@ class JobFilter(django_filters.FilterSet):
             # By the windows' digests, which the throttled jobs' index starts with.
             return queryset.filter(throttled_execution__bucket_key__in=adapter.window_keys(value))
         return queryset.filter(blocked_execution__concurrency_key=value)
+
+    def filter_fairness_key(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        # Ready jobs by their ready row's copy (what the claims read); others by the job's.
+        if self.listing.status == states.READY:
+            return queryset.filter(ready_execution__fairness_key=value.strip())
+        return queryset.filter(fairness_key=value.strip())
 
     def filter_arguments(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         # Applied by the list within a bounded window (see argument_query), or in full by
