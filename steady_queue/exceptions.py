@@ -108,6 +108,13 @@ class RateLimitKeyError(Exception):
     """
 
 
+class FairnessKeyError(Exception):
+    """The key function of a ``@fair`` task raised: nothing was enqueued.
+
+    The message names the task; the key function's exception is the ``__cause__``.
+    """
+
+
 class DependencyFailed(Exception):
     """A workflow step that never ran: a step it depends on failed for good.
 

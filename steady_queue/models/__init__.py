@@ -10,6 +10,7 @@ from .execution import (
 from .execution.paused import PausedExecution
 from .execution.throttled import ThrottledExecution
 from .execution.waiting import WaitingExecution
+from .fair_weight import FairWeight
 from .job import Job
 from .pause import Pause
 from .process import Process
@@ -31,6 +32,7 @@ __all__ = [
     "BlockedExecution",
     "ClaimedExecution",
     "FailedExecution",
+    "FairWeight",
     "Job",
     "JobLogLine",
     "Pause",

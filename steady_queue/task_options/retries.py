@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..compat import Task
 from ..exceptions import ProcessExitError, ProcessPrunedError
-from . import TaskOptions, rate_limits, uniqueness
+from . import TaskOptions, fairness, rate_limits, uniqueness
 
 if TYPE_CHECKING:
     from ..models import Job
@@ -96,19 +96,23 @@ class RetryPolicy:
 class SteadyQueueTask(Task):
     """The backend's Task: on Django 6.1+, ``@task(retry=RetryPolicy(...))`` works too,
     and ``@task(timeout=timedelta(...))``, ``@task(unique=Unique(...))``
-    (``steady_queue.task_options.uniqueness``) and ``@task(rate_limit=RateLimit(...))``
-    (``steady_queue.task_options.rate_limits``)."""
+    (``steady_queue.task_options.uniqueness``), ``@task(rate_limit=RateLimit(...))``
+    (``steady_queue.task_options.rate_limits``) and ``@task(fairness=Fairness(...))``
+    (``steady_queue.fairness``)."""
 
     retry: RetryPolicy | None = None
     timeout: timedelta | None = None
     unique: uniqueness.Unique | None = None
     rate_limit: rate_limits.RateLimit | None = None
+    fairness: fairness.Fairness | None = None
 
     def __post_init__(self) -> None:
         if self.unique is not None:
             uniqueness.check_declaration(self.unique)
         if self.rate_limit is not None:
             rate_limits.check_declaration(self.rate_limit)
+        if self.fairness is not None:
+            fairness.check_declaration(self.fairness)
         Task.__post_init__(self)  # zero-argument super() fails in a slots dataclass
         if self.retry is not None:
             _registry.register(self, self.retry)
@@ -120,6 +124,8 @@ class SteadyQueueTask(Task):
             uniqueness.register(self, self.unique)
         if self.rate_limit is not None:
             rate_limits.register(self, self.rate_limit)
+        if self.fairness is not None:
+            fairness.register(self, self.fairness)
 
 
 def retry_policy(

@@ -79,8 +79,10 @@ class Execution(QueueModel):
 
 
 #: The order in which workers claim ready jobs, best first: by the ORM, the
-#: fast paths' SQL and the two poll indexes alike.
-POLL_ORDER = ("-priority", "job")
+#: fast paths' SQL and the two poll indexes alike. ``fair_order`` is 0 for every job
+#: while no ``@fair`` task is in use (FIFO by job id), else each job's place in the
+#: fair share of its queue and priority (``models/fair_share.py``).
+POLL_ORDER = ("-priority", "fair_order", "job")
 #: The columns a ready row copies from its job (with ``job_id`` and ``created_at``).
 READY_COPIED_FIELDS = ("queue_name", "priority")
 
@@ -102,6 +104,10 @@ class ReadyExecution(
     )
     queue_name = models.CharField(max_length=255)
     priority = models.SmallIntegerField(default=0)
+    # The job's fairness key (``Job.fairness_key``; "" for a task without ``@fair``) and
+    # its start tag in the fair order of its queue and priority (``models/fair_share``).
+    fairness_key = models.CharField(max_length=255, blank=True, default="", db_default="")
+    fair_order = models.FloatField(default=0, db_default=0)
 
     class Meta:
         db_table = "steady_queue_ready_executions"
@@ -109,6 +115,11 @@ class ReadyExecution(
         indexes = [
             models.Index(fields=[*POLL_ORDER], name="sq_poll_all"),
             models.Index(fields=["queue_name", *POLL_ORDER], name="sq_poll_by_queue"),
+            # A key's last start tag in its queue and priority (tagging new ready jobs).
+            models.Index(
+                fields=["queue_name", "priority", "fairness_key", "fair_order"],
+                name="sq_ready_fair_key",
+            ),
         ]
 
     @classmethod

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ... import arguments
 from ...compat import InvalidTask
-from ...task_options import concurrency, rate_limits, uniqueness
+from ...task_options import concurrency, fairness, rate_limits, uniqueness
 from .. import states
 from ..base import QueueManager, QueueModel, QueueQuerySet
 from .cancellation import Cancellable, CancellableQuerySet
@@ -66,6 +66,11 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     # database's default too, as for unique_key (rows bulk-loaded by SQL of their own).
     rate_limit_key = models.CharField(
         _("rate limit key"), max_length=255, blank=True, default="", db_default=""
+    )
+    # The tenant of a @fair task's job (task_options.fairness): its key, a digest when
+    # long; empty for a task without @fair. Kept across retries; copied to its ready row.
+    fairness_key = models.CharField(
+        _("fairness key"), max_length=255, blank=True, default="", db_default=""
     )
     # The batch (steady_queue.batches) and workflow run (steady_queue.workflows) the job
     # belongs to. No database constraint: a job's end counts in its group, and deleting
@@ -166,6 +171,7 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
         limit = concurrency.limit_for(task.module_path)
         declared_unique = uniqueness.unique_for(task.module_path)
         declared_rate = rate_limits.rate_limit_for(task.module_path)
+        declared_fair = fairness.fairness_for(task.module_path)
         return cls.new(
             queue_name=task.queue_name,
             task_path=task.module_path,
@@ -176,6 +182,7 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
             concurrency_key=limit.key_for(args, kwargs) if limit else "",
             unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
             rate_limit_key=declared_rate.key_for(task, args, kwargs) if declared_rate else "",
+            fairness_key=declared_fair.key_for(task, args, kwargs) if declared_fair else "",
         )
 
 
