@@ -116,7 +116,9 @@ class JobFilter(django_filters.FilterSet):
         label=_("Fairness key"),
         method="filter_fairness_key",
         max_length=255,
-        help_text=_("A fair task's tenant (its @fair key), as the queue's Fair share panel shows it."),
+        help_text=_(
+            "A fair task's tenant (its @fair key), as the queue's Fair share panel shows it."
+        ),
     )
     args = django_filters.CharFilter(
         label=_("Argument"),

@@ -15,6 +15,7 @@ from .views import (
     batches,
     concurrency,
     errors,
+    fair_weights,
     job_actions,
     jobs,
     overview,
@@ -125,6 +126,12 @@ urlpatterns = [
     path("actions/queue/resume/<sq_key:name>/", queues.queue_resume, name="queue-resume"),
     path("actions/task/pause/<sq_key:task>/", task_pauses.task_pause, name="task-pause"),
     path("actions/task/resume/<sq_key:task>/", task_pauses.task_resume, name="task-resume"),
+    path("actions/fairness/weight/<sq_key:key>/", fair_weights.fair_weight_set, name="fair-weight"),
+    path(
+        "actions/fairness/clear/<sq_key:key>/",
+        fair_weights.fair_weight_clear,
+        name="fair-weight-clear",
+    ),
     path("actions/recurring/run/<sq_key:key>/", recurring.recurring_run, name="recurring-run"),
     path(
         "actions/recurring/enable/<sq_key:key>/",

@@ -10,6 +10,15 @@ from .actions import Outcome, act_on_job, act_on_jobs
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
 from .cancellation import Cancellation, cancellation_of, is_cancelled
 from .concurrency import ConcurrencyKey, concurrency_keys, next_blocked_job, release_next_blocked
+from .fair_share import (
+    FairKey,
+    FairShare,
+    clear_fair_weight,
+    fair_share,
+    fair_task_check,
+    fair_weight_of,
+    set_fair_weight,
+)
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_queries import (
     Tally,
@@ -93,6 +102,8 @@ __all__ = [
     "Cancellation",
     "ConcurrencyKey",
     "Event",
+    "FairKey",
+    "FairShare",
     "Health",
     "JobRateLimit",
     "KeySlots",
@@ -122,10 +133,14 @@ __all__ = [
     "blocked_keys",
     "cancellation_of",
     "capped_count",
+    "clear_fair_weight",
     "concurrency_keys",
     "delete_schedule",
     "display_arguments",
     "display_value",
+    "fair_share",
+    "fair_task_check",
+    "fair_weight_of",
     "failed_jobs_by_ids",
     "find_batch",
     "find_job",
@@ -165,6 +180,7 @@ __all__ = [
     "run_time",
     "save_schedule",
     "schedule_values",
+    "set_fair_weight",
     "set_recurring_enabled",
     "stack_request",
     "status_counts",

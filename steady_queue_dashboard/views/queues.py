@@ -60,6 +60,7 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
     jobs = JobList(listing, params)
     context = {
         "queue": adapter.queue(name),
+        "fair_share": adapter.fair_share(name),
         "listing": listing,
         "jobs": jobs,
         "page": jobs.page(),

@@ -1,11 +1,12 @@
-"""``manage.py steady_queue_queues``: list queues, pause or resume one (or one task)."""
+"""``manage.py steady_queue_queues``: list queues, pause or resume one (or one task), set
+or clear a fairness key's weight."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.models.queue import Queue
-from steady_queue.ops import audit, backends, task_pauses
+from steady_queue.ops import audit, backends, fair_weights, task_pauses
 from steady_queue.ops.queues import all_queues, exists
 
 TASK_ACTIONS = ("pause-task", "resume-task")
@@ -15,18 +16,25 @@ class Command(BaseCommand):
     help = (
         "List queues with their size, latency and state, or pause or resume one, like the "
         "dashboard; pause-task and resume-task pause a task (its dotted path) on every "
-        "queue. pause and pause-task are dry runs unless --yes. Real runs are written to "
-        "the dashboard's audit log as the OS user."
+        "queue; weight KEY WEIGHT [--task PATH] sets a fairness key's weight at runtime "
+        "(weight KEY --clear clears it). pause, pause-task and weight are dry runs unless "
+        "--yes. Real runs are written to the dashboard's audit log as the OS user."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
-            "action", choices=["list", "pause", "resume", "pause-task", "resume-task"]
+            "action", choices=["list", "pause", "resume", "pause-task", "resume-task", "weight"]
         )
         parser.add_argument(
-            "name", nargs="?", help="The queue (or, for pause-task and resume-task, the task)."
+            "name",
+            nargs="?",
+            help="The queue (for pause-task and resume-task, the task; for weight, the key).",
         )
-        parser.add_argument("--yes", action="store_true", help="Really pause (default: dry run).")
+        parser.add_argument("value", nargs="?", help="weight: the key's new weight.")
+        parser.add_argument(
+            "--yes", action="store_true", help="Really pause or weigh (default: dry run)."
+        )
+        fair_weights.add_arguments(parser)
         backends.add_argument(parser)
 
     def handle(self, *args, **options) -> None:
@@ -35,6 +43,10 @@ class Command(BaseCommand):
         except backends.BackendError as exc:
             raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
         with self.target.active():
+            if options["action"] == "weight":
+                return fair_weights.run(self, options["name"], options["value"], options)
+            if options["value"] is not None:
+                raise CommandError(f"{options['action']} takes one name, not two.")
             self._handle(options["action"], options["name"], options["yes"])
 
     def _handle(self, action: str, name: str | None, really: bool) -> None:
