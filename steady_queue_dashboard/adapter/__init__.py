@@ -10,6 +10,7 @@ from .actions import Outcome, act_on_job, act_on_jobs
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
 from .cancellation import Cancellation, cancellation_of, is_cancelled
 from .concurrency import ConcurrencyKey, concurrency_keys, next_blocked_job, release_next_blocked
+from .fair_latency import KeyLatency, fair_latencies
 from .fair_share import (
     FairKey,
     FairShare,
@@ -105,6 +106,7 @@ __all__ = [
     "FairKey",
     "FairShare",
     "Health",
+    "KeyLatency",
     "JobRateLimit",
     "KeySlots",
     "Outcome",
@@ -138,6 +140,7 @@ __all__ = [
     "delete_schedule",
     "display_arguments",
     "display_value",
+    "fair_latencies",
     "fair_share",
     "fair_task_check",
     "fair_weight_of",

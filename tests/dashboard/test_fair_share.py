@@ -212,3 +212,29 @@ def test_staff_without_the_permission_cannot_set_or_clear(viewer_client, tenants
     assert viewer_client.get(url("fair-weight", "gold")).status_code == 405
     html = viewer_client.get(url("queue-detail", "fair")).content.decode()
     assert "Fair share" in html and "Set weight" not in html
+
+
+# Pickup latency per key on the Tasks page.
+
+
+def test_the_tasks_page_shows_each_fair_tasks_keys_pickup_latency(
+    admin_client, tenants, django_assert_max_num_queries
+):
+    from steady_queue.models import TaskRollup
+    from steady_queue.models.task_rollup import hour_of
+
+    run_ready_jobs()
+    now = timezone.now()
+    for job in Job.objects.filter(fairness_key="gold"):
+        attempt = {**job.attempts[0], "started_at": (job.created_at + timedelta(seconds=2)).isoformat()}
+        Job.objects.filter(pk=job.pk).update(attempts=[attempt])
+    for task in (WEIGHTED, "tests.tasks.add"):
+        TaskRollup.objects.create(task_path=task, queue_name="fair", period=hour_of(now), runs=3)
+
+    with django_assert_max_num_queries(10):
+        html = admin_client.get(url("tasks"), {"window": "hour"}).content.decode()
+
+    assert "Pickup latency per fairness key" in html
+    rows = dict(re.findall(r'<tr data-fair-latency="([^"]+)">(.*?)</tr>', html, re.DOTALL))
+    assert set(rows) == {f"{WEIGHTED} gold", f"{WEIGHTED} silver", f"{WEIGHTED} bronze"}
+    assert "2.0 s" in rows[f"{WEIGHTED} gold"] or "2 s" in rows[f"{WEIGHTED} gold"]
