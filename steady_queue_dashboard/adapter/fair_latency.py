@@ -38,9 +38,7 @@ def fair_latencies(task_paths: list[str], queue: str | None = None) -> dict[str,
     fair_paths = [path for path in task_paths if fairness.fairness_for(path) is not None]
     if not fair_paths:
         return {}
-    jobs = Job.objects.filter(
-        task_path__in=fair_paths, finished_at__gte=timezone.now() - WINDOW
-    )
+    jobs = Job.objects.filter(task_path__in=fair_paths, finished_at__gte=timezone.now() - WINDOW)
     if queue:
         jobs = jobs.filter(queue_name=queue)
     rows = jobs.order_by("-finished_at").values_list(

@@ -1,9 +1,9 @@
 """Fair share through the engine's ``steady_queue.fairness``: a queue's busiest fairness
 keys, their weights (declared or set at runtime), and setting and clearing a weight.
 
-A queue's panel takes five queries whatever the number of keys or jobs: the ready rows
-grouped by key (one pass over the queue's ready rows), how many keys there are, the
-last hour's runs (at most ``RUN_SAMPLE`` of the newest finished jobs, through the
+A queue's panel takes one query when no job of a fair task is ready in it, else five,
+whatever the number of keys or jobs: the ready rows grouped by key (one pass over the
+queue's ready rows), how many keys there are, the last hour's runs (at most ``RUN_SAMPLE`` of the newest finished jobs, through the
 ``(queue_name, finished_at)`` index), the task of each shown key's oldest job, and the
 weights set at runtime for the shown keys.
 """
@@ -83,8 +83,8 @@ def fair_share(queue: str) -> FairShare:
         .annotate(ready=Count("pk"), oldest_job_id=Min("job_id"), oldest_at=Min("created_at"))
         .order_by("-ready", "fairness_key")[:SHOWN_KEYS]
     )
-    if not groups:
-        return FairShare([], 0, 0, False)
+    if not any(group["fairness_key"] for group in groups):
+        return FairShare([], 0, 0, False)  # no fair job waits: no panel, no more queries
     key_count = ready.values("fairness_key").distinct().count()
     runs, sampled = _recent_runs(queue)
     tasks = dict(

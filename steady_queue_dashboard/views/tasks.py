@@ -36,9 +36,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
             "shown_tasks": SHOWN_TASKS,
             "help": WINDOW_HELP,
             "paused_tasks": adapter.paused_tasks(),
-            "fair_latencies": adapter.fair_latencies(
-                [entry.task_path for entry in stats], queue
-            ),
+            "fair_latencies": adapter.fair_latencies([entry.task_path for entry in stats], queue),
         },
         fragment="steady_queue_dashboard/tasks/_table.html",
         section="tasks",

@@ -226,7 +226,10 @@ def test_the_tasks_page_shows_each_fair_tasks_keys_pickup_latency(
     run_ready_jobs()
     now = timezone.now()
     for job in Job.objects.filter(fairness_key="gold"):
-        attempt = {**job.attempts[0], "started_at": (job.created_at + timedelta(seconds=2)).isoformat()}
+        attempt = {
+            **job.attempts[0],
+            "started_at": (job.created_at + timedelta(seconds=2)).isoformat(),
+        }
         Job.objects.filter(pk=job.pk).update(attempts=[attempt])
     for task in (WEIGHTED, "tests.tasks.add"):
         TaskRollup.objects.create(task_path=task, queue_name="fair", period=hour_of(now), runs=3)

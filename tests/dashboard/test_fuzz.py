@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from steady_queue.models import Job, Pause, RecurringTask, Semaphore
+from steady_queue.models import FairWeight, Job, Pause, RecurringTask, Semaphore
 from steady_queue.pauses import pause_task
 from steady_queue_dashboard.listings import LISTINGS
 from tests import tasks as plain_tasks
@@ -98,6 +98,7 @@ def action_paths(status: str, key: str, pk: int) -> list[str]:
         *(f"/jobs/actions/recurring/{verb}/{k}/" for verb in ("run", "enable", "disable")),
         f"/jobs/actions/recurring/delete/{k}/",
         f"/jobs/actions/concurrency/release/{k}/",
+        *(f"/jobs/actions/fairness/{verb}/{k}/" for verb in ("weight", "clear")),
         *(f"/jobs/errors/{quote(key, safe='')}/{verb}/" for verb in ("retry", "discard")),
     ]
 
@@ -105,8 +106,10 @@ def action_paths(status: str, key: str, pk: int) -> list[str]:
 def confirmed_actions(status: str, pk: int, key: str) -> list[str]:
     """Actions the operator must confirm: discarding a job, anything on "all matching", and
     a group of failures."""
+    k = quote(key, safe="/")
     return [
         f"/jobs/actions/job/discard/{pk}/",
+        *(f"/jobs/actions/fairness/{verb}/{k}/" for verb in ("weight", "clear")),
         *(f"/jobs/errors/{quote(key, safe='')}/{verb}/" for verb in ("retry", "discard")),
         *(f"/jobs/actions/jobs/{status}/{verb}/" for verb in ("retry", "discard", "dispatch")),
     ]
@@ -118,6 +121,7 @@ def snapshot() -> tuple:
         sorted(Pause.objects.values_list("queue_name", flat=True)),
         sorted(RecurringTask.objects.values_list("key", "enabled")),
         sorted(Semaphore.objects.values_list("key", "value")),
+        sorted(FairWeight.objects.values_list("task_path", "key", "weight")),
     )
 
 

@@ -26,7 +26,7 @@ BUDGET = {
     "overview": 21,
     "overview-day": 21,
     "queues": 4,
-    "queue": 9,  # + whether the queue exists
+    "queue": 10,  # + whether the queue exists, its ready jobs by fairness key
     "job": 4,
     "processes": 4,
     "recurring": 4,  # + whether a scheduler is alive
