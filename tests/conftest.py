@@ -4,8 +4,9 @@ import pytest
 from django.db import DatabaseError, connections
 
 from steady_queue.models.task_rollup import tally
-from steady_queue.task_options import recurring_task
+from steady_queue.task_options import TaskOptions, fairness, recurring_task
 from tests import fast_flush, tasks
+from tests.tasks import fair as fair_tasks
 from tests.tasks import features
 
 fast_flush.install()
@@ -82,3 +83,25 @@ def _no_task_paused_hint(monkeypatch):
         task_pause._hint._read[alias] = (time.monotonic(), frozenset())
     yield
     task_pause._hint.clear()
+
+
+#: The @fair declarations of tests/tasks/fair.py, made as it was imported above.
+FAIR_DECLARED = fairness._registry
+
+
+@pytest.fixture(autouse=True)
+def _no_fair_tasks(monkeypatch):
+    """Start each test with no ``@fair`` task in use: the FIFO path, its statement counts.
+
+    Importing a fair task anywhere in the session would otherwise switch every later
+    test's enqueue to the tagged path (``fairness.in_use``). Tests of fair share ask for
+    ``fair_share``, which brings the declarations back.
+    """
+    monkeypatch.setattr(fairness, "_registry", TaskOptions())
+
+
+@pytest.fixture
+def fair_share(monkeypatch):
+    """The ``@fair`` tasks of tests/tasks/fair.py, in use in this test."""
+    monkeypatch.setattr(fairness, "_registry", FAIR_DECLARED)
+    return fair_tasks

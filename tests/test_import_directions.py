@@ -76,6 +76,7 @@ TOP_LEVEL = {
         "batches",
         "cleanup",
         "context",
+        "fairness",
         "recurring_task",
         "pauses",
         "results",

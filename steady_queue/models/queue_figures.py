@@ -62,7 +62,7 @@ def next_ready_at(queues: Sequence[str], *, paused: bool = True) -> dict[str, da
     """
     qn = db.connection().ops.quote_name
     table, name = qn(ReadyExecution._meta.db_table), qn("queue_name")
-    order = f"{qn('priority')} DESC, {qn('job_id')}"
+    order = f"{qn('priority')} DESC, {qn('fair_order')}, {qn('job_id')}"  # POLL_ORDER
     unpaused = f" AND NOT EXISTS (SELECT 1 FROM {qn(Pause._meta.db_table)} WHERE {name} = %s)"
     condition = "" if paused else unpaused
     queues = list(queues)[:MAX_QUEUES]

@@ -48,17 +48,19 @@ def record(
     details: dict[str, Any],
     link_to: tuple[str, ...] = (),
     backend: Target | None = None,
+    as_actor: str | None = None,
 ) -> bool:
     """Announce the operation to the audit log; return whether an entry was written.
 
     ``backend``: the command's ``--backend`` target, kept in the details (the entry
     must say which queue database was changed: the audit log is shared by them all).
+    ``as_actor``: who acted, when not this process's OS user (a dashboard's user).
     """
     if backend is not None:
         details = {**details, "backend": backend.backend, "database": backend.database}
     responses = operation_performed.send(
         None,
-        actor=actor(),
+        actor=as_actor or actor(),
         action=action,
         target=target,
         affected=affected,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import steady_queue
 
-from ..models import ClaimedExecution, Job, ReadyExecution
+from ..models import ClaimedExecution, Job, ReadyExecution, fair_share
 from ..models.execution.claimed_finish import Outcome, Success
 from ..models.execution.slot_hand_on import SlotHandOn
 from . import finishing
@@ -110,7 +110,10 @@ class Storage:
         and everything where those cannot run now, takes the portable finish.
         Raises only what ``record`` raises (the database stayed unreachable).
         """
-        if limited_success(claimed, outcome, then_claim) and self.hands_slots_on(claimed):
+        # A slot handed on by a fast storage's statement would make the next job ready
+        # without its place in the fair order: with @fair tasks, the ORM's hand-on.
+        limited = limited_success(claimed, outcome, then_claim)
+        if limited and self.hands_slots_on(claimed) and not fair_share.in_use():
             return finishing.finish_handing_on(self, claimed, outcome, then_claim)
         plain = isinstance(outcome, Success) and outcome.hands_nothing_on(claimed)
         if plain and self.writes_successes():

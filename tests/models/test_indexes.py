@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 
 from steady_queue.models import Job, ReadyExecution
+from steady_queue.models.execution import POLL_ORDER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +45,7 @@ def _poll(queue_name=None):
     relation = ReadyExecution.objects.all()
     if queue_name:
         relation = relation.filter(queue_name=queue_name)
-    return relation.order_by("-priority", "job_id").values_list("job_id", flat=True)[:10]
+    return relation.order_by(*POLL_ORDER).values_list("job_id", flat=True)[:10]
 
 
 def test_poll_queries_use_their_index_without_sorting():

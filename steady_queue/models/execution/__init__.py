@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from ... import db
 from ...compat import TaskResultStatus
-from .. import states
+from .. import fair_share, states
 from ..base import QueueModel
 from ..queue_selector import QueueSelector
 from ..signals import jobs_ready, jobs_scheduled
@@ -132,6 +132,8 @@ class ReadyExecution(
             PausedExecution.create_all_from_jobs(j for j in jobs if j.task_path in paused)
             jobs = [job for job in jobs if job.task_path not in paused]
         rows = [cls(job=j, **{f: getattr(j, f) for f in READY_COPIED_FIELDS}) for j in jobs]
+        if rows and fair_share.needed(jobs):
+            fair_share.tag(rows, jobs)
         if rows:
             cls.objects.bulk_create(rows)
             jobs_ready.send(cls, queue_names={row.queue_name for row in rows})

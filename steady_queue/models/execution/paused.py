@@ -20,7 +20,8 @@ from django.db import IntegrityError, models
 
 from ... import db
 from ...compat import TaskResultStatus
-from .. import states
+from ...task_options import fairness
+from .. import fair_share, states
 from ..task_pause import TaskPause
 from . import READY_COPIED_FIELDS, Execution, ReadyExecution
 
@@ -156,6 +157,11 @@ class PausedExecution(
         paused = cls.objects.filter(task_path=task_path).order_by("job_id")
         job_ids = list(paused.locked(skip_locked=False).values_list("job_id", flat=True))
         for chunk in _chunks(job_ids):
+            if fair_share.needed(jobs := _fair_jobs(chunk, task_path)):
+                # Their places in the fair order are taken anew, as they become ready.
+                cls.objects.filter(job_id__in=chunk).delete()
+                ReadyExecution.create_all_from_jobs(jobs)
+                continue
             # Same job ids, priorities and entry times: the poll order is the original one.
             _copy(cls, ReadyExecution, chunk)
             cls.objects.filter(job_id__in=chunk).delete()
@@ -168,6 +174,16 @@ class PausedExecution(
             )
             jobs_ready.send(ReadyExecution, queue_names=queues)
         return len(job_ids)
+
+
+def _fair_jobs(job_ids: list[int], task_path: str) -> list[Job]:
+    """The jobs ``job_ids`` of ``task_path`` when fair share is in use (read for their
+    keys); none otherwise, without a query. Looking the task's ``@fair`` up imports it."""
+    from ..job import Job
+
+    if fairness.fairness_for(task_path) is None and not fair_share.in_use():
+        return []
+    return list(Job.objects.filter(pk__in=job_ids).order_by("pk"))
 
 
 def _chunks(job_ids: list[int]) -> list[list[int]]:

@@ -106,8 +106,8 @@ def _claim_sql(queue_count: int, registered: bool) -> str:
         )
     else:  # sorts at most queue_count * limit rows, in memory
         branches = " UNION ALL ".join(
-            f"SELECT * FROM (SELECT job_id, priority, {position} AS position FROM {ready} "
-            f"WHERE queue_name = %s AND NOT {paused} ORDER BY {order} LIMIT %s)"
+            f"SELECT * FROM (SELECT job_id, priority, fair_order, {position} AS position "
+            f"FROM {ready} WHERE queue_name = %s AND NOT {paused} ORDER BY {order} LIMIT %s)"
             for position in range(queue_count)
         )
         picked = f"SELECT job_id FROM ({branches}) ORDER BY position, {order} LIMIT %s"
