@@ -22,7 +22,6 @@ from . import audit, backends
 if TYPE_CHECKING:
     from django.core.management.base import BaseCommand
 
-SOURCE = {"source": "manage.py steady_queue_queues"}
 KEY_LENGTH = 255
 MAX_WEIGHT = 1_000_000
 
@@ -73,9 +72,8 @@ def _set(command, key: str, weight: int, task, where: str, current, really: bool
             f"(now: {now}).\nNothing was changed. Run again with --yes to set it."
         )
         return
-    fairness.set_weight(key, weight, task=task)
-    message = f"Fairness key {key} now weighs {weight} in {where} (was: {now})."
-    _done(command, "set-weight", key, message, {"task": where, "weight": weight})
+    moved = fairness.set_weight(key, weight, task=task)
+    _done(command, f"Fairness key {key} now weighs {weight} in {where} (was: {now}).", moved)
 
 
 def _clear(command, key: str, task, where: str, current, really: bool) -> None:
@@ -89,30 +87,20 @@ def _clear(command, key: str, task, where: str, current, really: bool) -> None:
             "Nothing was changed. Run again with --yes to clear it."
         )
         return
-    fairness.clear_weight(key, task=task)
+    moved = fairness.clear_weight(key, task=task)
     message = (
         f"Fairness key {key} weighs what its task declares again in {where} "
         f"(was: {current.weight})."
     )
-    _done(command, "clear-weight", key, message, {"task": where, "weight": None})
+    _done(command, message, moved)
 
 
-def _done(command: BaseCommand, action: str, key: str, message: str, details: dict) -> None:
-    target = command.target
-    if target.explicit:
-        message = f"{message} (backend {target.backend})"
-    command.stdout.write(message)
-    written = audit.record(
-        action,
-        f"fairness key {key}",
-        affected=1,
-        succeeded=True,
-        message=message,
-        details={**SOURCE, "key": key, **details},
-        link_to=("queue-list",),
-        backend=target,
-    )
-    if written:
+def _done(command: BaseCommand, message: str, moved: int) -> None:
+    """Say what was done; ``set_weight`` / ``clear_weight`` wrote the audit entry."""
+    if command.target.explicit:
+        message = f"{message} (backend {command.target.backend})"
+    command.stdout.write(f"{message} {moved:,} ready job{'' if moved == 1 else 's'} moved.")
+    if audit.available():
         command.stdout.write(f"Recorded in the audit log as {audit.actor()}.")
     else:
         command.stdout.write("The dashboard app is not installed: no audit entry was written.")

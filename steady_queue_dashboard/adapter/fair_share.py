@@ -3,9 +3,10 @@ keys, their weights (declared or set at runtime), and setting and clearing a wei
 
 A queue's panel takes one query when no job of a fair task is ready in it, else five,
 whatever the number of keys or jobs: the ready rows grouped by key (one pass over the
-queue's ready rows), how many keys there are, the last hour's runs (at most ``RUN_SAMPLE`` of the newest finished jobs, through the
-``(queue_name, finished_at)`` index), the task of each shown key's oldest job, and the
-weights set at runtime for the shown keys.
+queue's ready rows), how many keys there are, the last hour's runs (at most
+``RUN_SAMPLE`` of the newest finished jobs, through the ``(queue_name, finished_at)``
+index), the task of each shown key's oldest job, and the weights set at runtime for the
+shown keys.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.db.models import Count, Min
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from steady_queue import fairness as fairness_api
 from steady_queue.models import FairWeight, Job, ReadyExecution
 from steady_queue.models.fair_weight import ALL_TASKS
 from steady_queue.task_options import fairness
@@ -178,33 +180,31 @@ def fair_task_check(task_path: str) -> str | None:
     return None
 
 
-def set_fair_weight(key: str, weight: int, task_path: str | None) -> Outcome:
-    from steady_queue.fairness import set_weight
-
-    set_weight(key, weight, task=task_path)
+def set_fair_weight(key: str, weight: int, task_path: str | None, actor: str) -> Outcome:
+    """Set ``key``'s weight through the engine, which audits it as ``actor``."""
+    moved = fairness_api.set_weight(key, weight, task=task_path, actor=actor)
     where = task_path or _("every fair task")
     return Outcome(
         True,
         _("Fairness key %(key)s now weighs %(weight)d in %(where)s.")
         % {"key": key, "weight": weight, "where": where},
-        1,
+        moved,
     )
 
 
-def clear_fair_weight(key: str, task_path: str | None) -> Outcome:
-    from steady_queue.fairness import clear_weight
-
-    cleared = clear_weight(key, task=task_path)
+def clear_fair_weight(key: str, task_path: str | None, actor: str) -> Outcome:
+    """Clear ``key``'s runtime weight (audited by the engine as ``actor``), if one is set."""
     where = task_path or _("every fair task")
-    if cleared is False:
+    if not fair_weight_of(key, task_path).overridden:
         return Outcome(
             False,
-            _("No weight was set for fairness key %(key)s in %(where)s.")
+            _("No weight is set for fairness key %(key)s in %(where)s.")
             % {"key": key, "where": where},
         )
+    moved = fairness_api.clear_weight(key, task=task_path, actor=actor)
     return Outcome(
         True,
         _("Fairness key %(key)s weighs what its task declares again, in %(where)s.")
         % {"key": key, "where": where},
-        1,
+        moved,
     )

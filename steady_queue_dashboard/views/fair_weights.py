@@ -1,14 +1,15 @@
 """Set or clear a fairness key's weight at runtime, in two steps: a question stating the
-weight now and the one asked for, then its signed confirmation; audited, behind the
-action permission. A weight that is no positive whole number is a form error, never a
-change and never a 500."""
+weight now and the one asked for, then its signed confirmation; audited (by the engine's
+``set_weight`` / ``clear_weight``, as the dashboard's user), behind the action
+permission. A weight that is no positive whole number is a form error, never a change
+and never a 500."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django_htmx.http import reswap, retarget
 
-from .. import adapter, audit, confirmation, instances
+from .. import adapter, confirmation, instances
 from ..access import guard
 from ..fair_weight_form import FairWeightForm
 from .rendering import acted, back, render_page
@@ -36,19 +37,12 @@ def _two_steps(request: HttpRequest, key: str, *, clearing: bool) -> HttpRespons
     facts = {"action": "fair-weight", "key": key, "task": task, "weight": weight}
     if not confirmation.confirmed(request, **facts):
         return _ask(request, key, form, confirmation.token(request, **facts), fallback)
+    # The engine's set_weight and clear_weight write the audit entry (as this user).
+    actor = request.user.get_username()
     if clearing:
-        outcome = adapter.clear_fair_weight(key, task or None)
+        outcome = adapter.clear_fair_weight(key, task or None, actor)
     else:
-        outcome = adapter.set_fair_weight(key, weight, task or None)
-    details = {"key": key, "task": task or "every fair task", "weight": weight}
-    audit.record(
-        request,
-        "clear-weight" if clearing else "set-weight",
-        f"fairness key {key}",
-        outcome,
-        link=fallback,
-        details=details,
-    )
+        outcome = adapter.set_fair_weight(key, weight, task or None, actor)
     return acted(request, outcome, fallback)
 
 

@@ -14,13 +14,15 @@ from django.utils import timezone
 from steady_queue.fairness import set_weight
 from steady_queue.models import FairWeight, Job
 from steady_queue.testing import run_ready_jobs
-from steady_queue_dashboard.adapter import fair_share
+from steady_queue_dashboard.adapter.fair_share import SHOWN_KEYS, fair_share
 from steady_queue_dashboard.models import AuditEntry
+from steady_queue_dashboard.templatetags.steady_queue_dashboard import percent
 from tests import tasks
 from tests.tasks import fair_ops
 
 from .page_forms import url
 
+pytestmark = pytest.mark.usefixtures("fair_share")
 WEIGHTED = "tests.tasks.fair_ops.weighted"
 
 
@@ -30,7 +32,7 @@ def token_of(html: str) -> str:
 
 @pytest.fixture
 def tenants(db) -> dict[str, list[int]]:
-    """Ready jobs in queue "fair": gold 3, silver 2, bronze 1 (enqueued in that order)."""
+    """Ready jobs in queue "beta_one": gold 3, silver 2, bronze 1 (enqueued in that order)."""
     ids: dict[str, list[int]] = {}
     for tenant, count in (("gold", 3), ("silver", 2), ("bronze", 1)):
         ids[tenant] = [int(fair_ops.weighted.enqueue(tenant, n).id) for n in range(count)]
@@ -38,6 +40,7 @@ def tenants(db) -> dict[str, list[int]]:
 
 
 def panel_rows(html: str) -> dict[str, str]:
+    html = html.replace("\xa0", " ")  # the percent filter's non-breaking space
     return dict(re.findall(r'<tr data-fairness-key="([^"]*)">(.*?)</tr>', html, re.DOTALL))
 
 
@@ -45,14 +48,15 @@ def test_the_queue_page_shows_its_busiest_keys_in_bounded_queries(
     admin_client, tenants, django_assert_max_num_queries
 ):
     with django_assert_max_num_queries(20):
-        html = admin_client.get(url("queue-detail", "fair")).content.decode()
+        html = admin_client.get(url("queue-detail", "beta_one")).content.decode()
     assert "Fair share" in html
     rows = panel_rows(html)
     assert list(rows) == ["gold", "silver", "bronze"]  # the busiest first
     gold = rows["gold"]
     assert ">3<" in gold and f"#{tenants['gold'][0]}" in gold
     # Weights 4, 2, 1: gold's share by weight is 4/7.
-    assert "57.1 %" in gold and "28.6 %" in rows["silver"] and "14.3 %" in rows["bronze"]
+    for key, weight in (("gold", 4), ("silver", 2), ("bronze", 1)):
+        assert f">{percent(weight / 7)}<" in rows[key].replace("\xa0", " ")
     assert "set at runtime" not in html
 
 
@@ -61,13 +65,13 @@ def test_more_keys_and_jobs_take_no_more_queries(admin_client, tenants):
     from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as few:
-        admin_client.get(url("queue-detail", "fair"))
+        admin_client.get(url("queue-detail", "beta_one"))
     for n in range(30):
         fair_ops.weighted.enqueue(f"tenant-{n}")
     with CaptureQueriesContext(connection) as many:
-        html = admin_client.get(url("queue-detail", "fair")).content.decode()
+        html = admin_client.get(url("queue-detail", "beta_one")).content.decode()
     assert len(many) == len(few)
-    assert len(panel_rows(html)) == fair_share.SHOWN_KEYS
+    assert len(panel_rows(html)) == SHOWN_KEYS
     assert "The busiest 20 are shown" in html
 
 
@@ -78,7 +82,7 @@ def test_shares_of_the_last_hours_runs(db, tenants):
     old = Job.objects.filter(fairness_key="bronze").get()
     Job.objects.filter(pk=old.pk).update(finished_at=timezone.now() - timedelta(hours=2))
 
-    share = fair_share.fair_share("fair")
+    share = fair_share("beta_one")
 
     rows = {row.key: row for row in share.keys}
     assert (share.runs, rows["gold"].runs, rows["silver"].runs) == (5, 3, 2)
@@ -88,8 +92,8 @@ def test_shares_of_the_last_hours_runs(db, tenants):
 
 
 def test_jobs_without_fair_are_one_more_key(admin_client, tenants):
-    tasks.noop.using(queue_name="fair").enqueue()
-    html = admin_client.get(url("queue-detail", "fair")).content.decode()
+    tasks.noop.using(queue_name="beta_one").enqueue()
+    html = admin_client.get(url("queue-detail", "beta_one")).content.decode()
     assert "(tasks without @fair)" in panel_rows(html)[""]
 
 
@@ -100,10 +104,10 @@ def test_a_queue_without_fair_jobs_shows_no_panel(admin_client, db):
 
 def test_a_weight_set_at_runtime_shows_and_counts(admin_client, tenants):
     set_weight("bronze", 8, task=WEIGHTED)
-    html = admin_client.get(url("queue-detail", "fair")).content.decode()
+    html = admin_client.get(url("queue-detail", "beta_one")).content.decode()
     bronze = panel_rows(html)["bronze"]
     assert "set at runtime" in bronze and ">8 <" in bronze.replace("8 <span", "8 <")
-    assert "57.1 %" in bronze  # 8 / (4 + 2 + 8)
+    assert f">{percent(8 / 14)}<" in bronze  # 8 / (4 + 2 + 8)
 
 
 # The filter.
@@ -141,12 +145,13 @@ def test_setting_a_weight_asks_first_then_sets_it_and_audits(admin_client, tenan
     row = FairWeight.objects.get()
     assert (row.key, row.task_path, row.weight) == ("bronze", WEIGHTED, 5)
     entry = AuditEntry.objects.get()
-    assert (entry.action, entry.target, entry.succeeded) == (
-        "set-weight",
+    assert (entry.username, entry.action, entry.target, entry.affected) == (
+        "root",
+        "set-fair-weight",
         "fairness key bronze",
-        True,
+        1,  # its one ready job moved to its new place
     )
-    assert entry.details["weight"] == 5 and entry.details["task"] == WEIGHTED
+    assert entry.details["task"] == WEIGHTED and "set to 5" in entry.message
 
 
 def test_a_token_for_one_weight_does_not_set_another(admin_client, tenants):
@@ -159,13 +164,14 @@ def test_a_token_for_one_weight_does_not_set_another(admin_client, tenants):
 
 def test_clearing_asks_first_then_clears_and_audits(admin_client, tenants):
     set_weight("gold", 9)
-    html = admin_client.get(url("queue-detail", "fair")).content.decode()
+    AuditEntry.objects.all().delete()
+    html = admin_client.get(url("queue-detail", "beta_one")).content.decode()
     assert url("fair-weight-clear", "gold") in html
     question = admin_client.post(url("fair-weight-clear", "gold"), {"task": ""}).content.decode()
     assert "Its weight now: 9, set at runtime." in question
     admin_client.post(url("fair-weight-clear", "gold"), {"task": "", "confirm": token_of(question)})
     assert not FairWeight.objects.exists()
-    assert AuditEntry.objects.get().action == "clear-weight"
+    assert AuditEntry.objects.get().action == "clear-fair-weight"
 
 
 @pytest.mark.parametrize(
@@ -207,10 +213,11 @@ def test_htmx_asks_in_the_messages_area(admin_client, tenants):
 def test_staff_without_the_permission_cannot_set_or_clear(viewer_client, tenants):
     assert viewer_client.post(url("fair-weight", "gold"), {"weight": "2"}).status_code == 403
     set_weight("gold", 3)
+    AuditEntry.objects.all().delete()
     assert viewer_client.post(url("fair-weight-clear", "gold")).status_code == 403
     assert FairWeight.objects.get().weight == 3
     assert viewer_client.get(url("fair-weight", "gold")).status_code == 405
-    html = viewer_client.get(url("queue-detail", "fair")).content.decode()
+    html = viewer_client.get(url("queue-detail", "beta_one")).content.decode()
     assert "Fair share" in html and "Set weight" not in html
 
 
@@ -232,7 +239,9 @@ def test_the_tasks_page_shows_each_fair_tasks_keys_pickup_latency(
         }
         Job.objects.filter(pk=job.pk).update(attempts=[attempt])
     for task in (WEIGHTED, "tests.tasks.add"):
-        TaskRollup.objects.create(task_path=task, queue_name="fair", period=hour_of(now), runs=3)
+        TaskRollup.objects.update_or_create(
+            task_path=task, queue_name="beta_one", period=hour_of(now), defaults={"runs": 3}
+        )
 
     with django_assert_max_num_queries(10):
         html = admin_client.get(url("tasks"), {"window": "hour"}).content.decode()

@@ -11,7 +11,11 @@ from tests.tasks import fair_ops
 
 from .metrics import TOKEN, sample, scrape
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.observability.urls")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.urls("tests.observability.urls"),
+    pytest.mark.usefixtures("fair_share"),
+]
 NAME = "steady_queue_fair_share_ready"
 
 
@@ -33,11 +37,11 @@ def test_each_key_of_each_queue_with_its_ready_count():
         for n in range(count):
             fair_ops.weighted.enqueue(tenant, n)
     fair_ops.tenant_job.enqueue("acme")
-    tasks.noop.using(queue_name="fair").enqueue()  # not a fair task: not a key here
+    tasks.noop.using(queue_name="beta_one").enqueue()  # not a fair task: not a key here
 
     assert series(scrape()) == {
-        ("fair", "acme"): 3,
-        ("fair", "globex"): 1,
+        ("beta_one", "acme"): 3,
+        ("beta_one", "globex"): 1,
         ("default", "acme"): 1,
     }
 
@@ -51,9 +55,9 @@ def test_the_busiest_keys_and_the_rest_as_other():
     samples = scrape()
     found = series(samples)
     assert len(found) == FAIR_KEYS + 1
-    assert sample(samples, NAME, queue="fair", key="big") == 30
+    assert sample(samples, NAME, queue="beta_one", key="big") == 30
     # 25 keys of one job each: 19 shown (after "big"), 6 summed as "other".
-    assert sample(samples, NAME, queue="fair", key="other") == 6
+    assert sample(samples, NAME, queue="beta_one", key="other") == 6
     assert sum(found.values()) == 30 + FAIR_KEYS + 5
 
 

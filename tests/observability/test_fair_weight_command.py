@@ -15,7 +15,7 @@ from steady_queue_dashboard.models import AuditEntry
 
 from .conftest import run_command
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fair_share")]
 ACTOR = f"os:{getpass.getuser()}"
 WEIGHTED = "tests.tasks.fair_ops.weighted"
 
@@ -37,7 +37,8 @@ def test_setting_a_weight_is_a_dry_run_until_yes_then_audited():
     done = queues("weight", "acme", "3", "--task", WEIGHTED, "--yes")
 
     assert done.lines == [
-        f"Fairness key acme now weighs 3 in task {WEIGHTED} (was: its task's declared weight).",
+        f"Fairness key acme now weighs 3 in task {WEIGHTED} (was: its task's declared weight). "
+        "0 ready jobs moved.",
         f"Recorded in the audit log as {ACTOR}.",
     ]
     row = FairWeight.objects.get()
@@ -45,24 +46,25 @@ def test_setting_a_weight_is_a_dry_run_until_yes_then_audited():
     entry = AuditEntry.objects.get()
     assert (entry.username, entry.action, entry.target) == (
         ACTOR,
-        "set-weight",
+        "set-fair-weight",
         "fairness key acme",
     )
-    assert entry.details["weight"] == 3
+    assert entry.details["task"] == WEIGHTED
 
 
 def test_a_weight_for_every_task_and_its_change():
     set_weight("acme", 2)
     done = queues("weight", "acme", "5", "--yes")
-    assert (
-        done.lines[0]
-        == "Fairness key acme now weighs 5 in every fair task (was: 2, set at runtime)."
+    assert done.lines[0] == (
+        "Fairness key acme now weighs 5 in every fair task (was: 2, set at runtime). "
+        "0 ready jobs moved."
     )
     assert FairWeight.objects.get(task_path="").weight == 5
 
 
 def test_clearing_is_a_dry_run_until_yes_then_audited():
     set_weight("acme", 4)
+    AuditEntry.objects.all().delete()
     dry = queues("weight", "acme", "--clear")
     assert dry.lines[0].startswith("Dry run: would clear the weight of fairness key acme")
     assert FairWeight.objects.exists()
@@ -70,10 +72,11 @@ def test_clearing_is_a_dry_run_until_yes_then_audited():
     done = queues("weight", "acme", "--clear", "--yes")
 
     assert done.lines[0] == (
-        "Fairness key acme weighs what its task declares again in every fair task (was: 4)."
+        "Fairness key acme weighs what its task declares again in every fair task (was: 4). "
+        "0 ready jobs moved."
     )
     assert not FairWeight.objects.exists()
-    assert AuditEntry.objects.get().action == "clear-weight"
+    assert AuditEntry.objects.get().action == "clear-fair-weight"
     assert queues("weight", "acme", "--clear", "--yes").lines == [
         "No weight is set for fairness key acme in every fair task."
     ]

@@ -16,6 +16,6 @@ def tenant_job(tenant: str, n: int = 0) -> int:
 
 
 @fair(key=lambda tenant, n=0: tenant, weight=lambda key: WEIGHTS.get(key, 1))
-@task(queue_name="fair")
+@task(queue_name="beta_one")
 def weighted(tenant: str, n: int = 0) -> int:
     return n
