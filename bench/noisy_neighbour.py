@@ -12,7 +12,8 @@ In each mode, the real ``manage.py steady_queue`` (``--configs``, processes x th
 runs while:
 
 1. baseline: tenants B-E each enqueue one job every ``--interval`` (50 ms) for
-   ``--baseline`` seconds on an empty queue (their pickup latency with nobody ahead);
+   ``--baseline`` seconds on an empty queue (their pickup latency with nobody ahead),
+   after a second of the same left out (the workers' first polls);
 2. flood: tenant A enqueues ``--jobs`` jobs at once (``enqueue_all`` in chunks of
    5,000), then B-E enqueue as before until A's backlog is drained.
 
@@ -42,6 +43,8 @@ TASKS = "bench.noisy_neighbour_tasks"
 TRICKLE = ("B", "C", "D", "E")
 MODES = ("plain", "fair")
 CHUNK = 5_000
+# Seconds of B-E before the baseline, not measured: the workers' first polls.
+WARM_UP = 1.0
 
 
 def main() -> int:
@@ -81,7 +84,9 @@ def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
     command = ["steady_queue", "--config", f"bench.configs.W{options.config}", "--skip-recurring"]
     with processes.running([command]):
         _wait_for_workers()
-        baseline = _trickle_for(task, options, options.baseline)
+        _trickle_for(task, options, WARM_UP)  # the workers' first polls and connections
+        _wait_until_finished(options.timeout)
+        baseline = (time.time(), _trickle_for(task, options, options.baseline))
         _wait_until_finished(options.timeout)
         began = time.time()
         flood = _flood(task, options)
@@ -139,9 +144,9 @@ def _trickle_for(task, options: argparse.Namespace, seconds: float) -> float:
     return time.time()
 
 
-def _figures(baseline_end: float, flood_began: float) -> dict[str, float]:
+def _figures(baseline: tuple[float, float], flood_began: float) -> dict[str, float]:
     runs = _runs()
-    empty = [run for run in runs if run["enqueued"] < baseline_end and run["tenant"] != "A"]
+    empty = [run for run in runs if baseline[0] <= run["enqueued"] < baseline[1]]
     flood = [run for run in runs if run["enqueued"] >= flood_began]
     trickle = [run["latency"] for run in flood if run["tenant"] != "A"]
     tenant_a = [run for run in flood if run["tenant"] == "A"]
@@ -315,7 +320,7 @@ def _parse_args() -> argparse.Namespace:
     options = parser.parse_args()
     if options.smoke:
         options.jobs, options.rounds, options.baseline = 300, 1, 1.0
-        options.saturation, options.window = 100, 1.0
+        options.saturation, options.window = 300, 0.25
     return options
 
 
