@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from steady_queue.backend import enqueue_all
 from steady_queue.compat import task
 from steady_queue.exceptions import FairnessKeyError
-from steady_queue.fairness import Fairness, fair, in_use
+from steady_queue.fairness import fair, in_use
 from steady_queue.models import Job, ReadyExecution
 from steady_queue.task_options.fairness import READABLE_LENGTH, fairness_for
 from tests.tasks import features
