@@ -7,6 +7,8 @@ that jobs of other tests keep the FIFO path.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from steady_queue.compat import task
 from steady_queue.fairness import Fairness, fair
 from steady_queue.task_options.concurrency import limits_concurrency
@@ -67,10 +69,16 @@ def one_at_a_time(tenant: str, n: int = 0) -> int:
 
 
 @fair(key=lambda tenant, n=0: tenant)
-@rate_limit(to=1000, per=__import__("datetime").timedelta(seconds=1))
+@rate_limit(to=1, per=timedelta(minutes=1))
 @task()
 def rate_limited(tenant: str, n: int = 0) -> int:
     return n
+
+
+@fair(key=lambda tenant, n=0: tenant)
+@task()
+def fails(tenant: str, n: int = 0) -> int:
+    raise ValueError(f"job {n} of {tenant} fails")
 
 
 @task()
