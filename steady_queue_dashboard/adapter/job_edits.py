@@ -189,7 +189,7 @@ def _on_job(pk: int, expected: str, change, done: str) -> Outcome:
     The job's row is locked first, so that the check and the change see the same job.
     """
     with db.atomic():
-        if not Job.objects.select_for_update().filter(pk=pk).exists():
+        if not Job.objects.filter(pk=pk).locked(skip_locked=False).exists():
             return Outcome(False, _("Job %(id)s no longer exists.") % {"id": pk})
         job = Job.objects.with_execution().get(pk=pk)
         if fingerprint(job) != expected:
