@@ -116,6 +116,9 @@ class JobEditForm(CallForm):
         help_text=_("In your time zone; empty keeps the job's own."),
     )
 
+    #: ``Job.preview_edit`` of the job, set by the view: the engine checks the changes too.
+    engine_check = None
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
@@ -129,6 +132,12 @@ class JobEditForm(CallForm):
             adapter.routed_task(task, data["queue_name"], data["priority"], None)
         except Exception as exc:  # the backend's InvalidTask, a ValueError
             self.add_error(_field_of_refusal(str(exc), self.fields), str(exc))
+            return data
+        if self.engine_check is not None and (changes := self.changes()):
+            try:
+                self.engine_check(changes)
+            except Refusal as exc:
+                self.add_error(exc.field if exc.field in self.fields else None, str(exc))
         return data
 
     def changes(self) -> dict[str, Any]:

@@ -20,20 +20,17 @@ from typing import Any
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
-from steady_queue import arguments, db
+from steady_queue import arguments
 from steady_queue.compat import Task
-from steady_queue.exceptions import JobStateError
-from steady_queue.models import Job, RecurringTask, states
+from steady_queue.exceptions import JobStateError, UniqueKeyConflict
+from steady_queue.models import Job, RecurringTask
+from steady_queue.models.job.editable import EDITABLE
+from steady_queue.ops import audit as ops_audit
 
 from ..conf import setting
 from .actions import Outcome
 
 logger = logging.getLogger(__name__)
-# States a job can be edited in: not started yet, or failed (the engine checks again).
-EDITABLE = frozenset(
-    {states.READY, states.SCHEDULED, states.BLOCKED, states.THROTTLED, states.WAITING}
-    | {states.PAUSED, states.FAILED}
-)
 # Task paths read from the jobs table for the "New job" picker, at most.
 KNOWN_TASKS_LIMIT = 200
 
@@ -94,23 +91,36 @@ def is_editable(job: Job) -> bool:
     return job.state in EDITABLE and not _cancelled(job)
 
 
-def edit_job(pk: int, expected: str, changes: dict[str, Any]) -> Outcome:
-    """Apply ``changes`` (``Job.edit``'s keywords) if the job still has fingerprint ``expected``."""
-    return _on_job(pk, expected, lambda job: job.edit(**changes), _("Job %(id)s was changed."))
+def edit_job(pk: int, expected: str, changes: dict[str, Any], *, user: str) -> Outcome:
+    """Apply ``changes`` (``Job.edit``'s keywords) if the job still has fingerprint ``expected``.
+
+    The engine writes the audit entry of its own change (``ops.audit.announce``), in
+    ``user``'s name and with before and after; the dashboard's receiver masks it.
+    """
+    done = _("Job %(id)s was changed.")
+    return _on_job(pk, expected, lambda job: job.edit(**changes), done, user)
 
 
-def retry_job(pk: int, expected: str, args: list, kwargs: dict) -> Outcome:
-    """Queue the failed job again with other arguments."""
+def preview_edit(job: Job, changes: dict[str, Any]) -> None:
+    """Check ``changes`` as ``edit()`` would, writing nothing; raise ``Refusal``."""
+    _engine(lambda: job.preview_edit(**changes))
+
+
+def retry_job(pk: int, expected: str, args: list, kwargs: dict, *, user: str) -> Outcome:
+    """Queue the failed job again with other arguments (audited by the engine, as ``user``)."""
     done = _("Job %(id)s will run again with the new arguments.")
-    return _on_job(pk, expected, lambda job: job.retry(args=args, kwargs=kwargs), done)
+    return _on_job(pk, expected, lambda job: job.retry(args=args, kwargs=kwargs), done, user)
 
 
-def duplicate_job(pk: int, args: list | None, kwargs: dict | None) -> tuple[Outcome, int | None]:
+def duplicate_job(
+    pk: int, args: list | None, kwargs: dict | None, *, user: str
+) -> tuple[Outcome, int | None]:
     """Enqueue a copy of the job (its arguments, or these); return the outcome and its id."""
     job = Job.objects.filter(pk=pk).first()
     if job is None:
         return Outcome(False, _("Job %(id)s no longer exists.") % {"id": pk}), None
-    result = _engine(lambda: job.duplicate(args=args, kwargs=kwargs))
+    with ops_audit.acting_as(user):
+        result = _engine(lambda: job.duplicate(args=args, kwargs=kwargs))
     copy = int(result.id)
     message = _("Job %(id)s was duplicated as job %(copy)s.") % {"id": pk, "copy": copy}
     return Outcome(True, message, affected=1), copy
@@ -183,17 +193,19 @@ def known_tasks() -> list[str]:
     return sorted({*seen[:KNOWN_TASKS_LIMIT], *scheduled[:KNOWN_TASKS_LIMIT], *setting("TASKS")})
 
 
-def _on_job(pk: int, expected: str, change, done: str) -> Outcome:
-    """Run ``change`` on the job if it is still as the operator saw it, in one transaction.
+def _on_job(pk: int, expected: str, change, done: str, user: str) -> Outcome:
+    """Run ``change`` on the job if it is still as the operator saw it.
 
-    The job's row is locked first, so that the check and the change see the same job.
+    The engine's call locks the job's execution row and checks its state again (a job
+    a worker claims meanwhile is refused), in its own transaction: it hands a freed
+    concurrency slot on after its commit, so it is not wrapped in another one here.
     """
-    with db.atomic():
-        if not Job.objects.filter(pk=pk).locked(skip_locked=False).exists():
-            return Outcome(False, _("Job %(id)s no longer exists.") % {"id": pk})
-        job = Job.objects.with_execution().get(pk=pk)
-        if fingerprint(job) != expected:
-            return Outcome(False, stale_message(pk))
+    job = Job.objects.with_execution().filter(pk=pk).first()
+    if job is None:
+        return Outcome(False, _("Job %(id)s no longer exists.") % {"id": pk})
+    if fingerprint(job) != expected:
+        return Outcome(False, stale_message(pk))
+    with ops_audit.acting_as(user):
         _engine(lambda: change(job))
     return Outcome(True, done % {"id": pk}, affected=1)
 
@@ -211,6 +223,8 @@ def _engine(call):
         return call()
     except Refusal:
         raise
+    except UniqueKeyConflict as exc:  # the new arguments give a key another job holds
+        raise Refusal(str(exc), field="args") from exc
     except JobStateError as exc:  # JobNotEditable among them: the job's state forbids it
         raise Refusal(str(exc)) from exc
     except (TypeError, ValueError, LookupError) as exc:  # the arguments, priority or queue

@@ -66,6 +66,8 @@ def _change(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     before = adapter.values_of(job)
     data = request.POST if request.method == "POST" else None
     form = _form(action, data, job, before)
+    if action == EDIT:  # the engine's own dry run: its errors show on the form
+        form.engine_check = lambda changes: adapter.preview_edit(job, changes)
     if refused := _refused(job, action):
         return _page(request, form, action, job, refused=refused)
     if data is None or "edit" in data or not form.is_valid():
@@ -121,29 +123,23 @@ def _facts(action: str, job, form) -> dict:
 
 
 def _act(request: HttpRequest, action: str, job, form, facts: dict) -> HttpResponse:
+    """Make the change through the engine, which audits it in the operator's name."""
     link = instances.url("job-detail", job.pk)
-    diff = form.diff()
-    changes = form.changes()
+    changes, user = form.changes(), request.user.get_username()
     try:
         if action == EDIT:
-            outcome = adapter.edit_job(job.pk, facts["before"], changes)
+            outcome = adapter.edit_job(job.pk, facts["before"], changes, user=user)
         elif action == RETRY:
-            outcome = adapter.retry_job(job.pk, facts["before"], changes["args"], changes["kwargs"])
+            args, kwargs = changes["args"], changes["kwargs"]
+            outcome = adapter.retry_job(job.pk, facts["before"], args, kwargs, user=user)
         else:
-            unchanged = not diff
-            args, kwargs = (None, None) if unchanged else (changes["args"], changes["kwargs"])
-            outcome, copy = adapter.duplicate_job(job.pk, args, kwargs)
+            # Unchanged arguments: the job's own, as stored (None), not as read back.
+            args, kwargs = (changes["args"], changes["kwargs"]) if form.diff() else (None, None)
+            outcome, copy = adapter.duplicate_job(job.pk, args, kwargs, user=user)
             link = instances.url("job-detail", copy) if copy else link
     except Refusal as exc:  # the engine refused: shown on the form, nothing written
         form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         return _page(request, form, action, job)
-    details = {
-        "task": job.task_path,
-        "job": job.pk,
-        "before": {row.label: row.before for row in diff},
-        "after": {row.label: row.after for row in diff},
-    }
-    audit.record(request, action, f"job {job.pk}", outcome, link=link, details=details)
     return acted(request, outcome, link)
 
 

@@ -118,8 +118,14 @@ def test_edit_shows_the_diff_then_saves_and_audits(editor, django_assert_max_num
     assert (changed.arguments["args"], changed.priority, changed.queue_name) == ([8], 10, "default")
     entry = AuditEntry.objects.get()
     assert (entry.username, entry.action, entry.target) == ("editor", "edit", f"job {job.pk}")
-    assert entry.details["before"] == {"Arguments": "[42]", "Priority": "0", "Queue": "low"}
-    assert entry.details["after"] == {"Arguments": "[8]", "Priority": "10", "Queue": "default"}
+    before, after = entry.details["before"], entry.details["after"]
+    assert before == {"arguments": {"args": [42], "kwargs": {}}, "priority": 0, "queue_name": "low"}
+    assert after == {
+        "arguments": {"args": [8], "kwargs": {}},
+        "priority": 10,
+        "queue_name": "default",
+    }
+    assert entry.link == url("detail", job.pk)
 
 
 def test_edit_moves_the_due_time(editor):
