@@ -407,4 +407,6 @@ def _jsonable(value: Any) -> bool:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, default=str, ensure_ascii=False)
+    # Keys sorted: PostgreSQL's jsonb gives them back in its own order, and a diff must
+    # not show a reordering as a change.
+    return json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)

@@ -270,7 +270,8 @@ def test_retry_with_changes_runs_the_failed_job_with_new_arguments(
         question = editor.post(url("retry-changed", job.pk), fields)
     assert diff_of(question) == [("Arguments", '["it broke"]', '["still broken"]')]
 
-    with django_assert_max_num_queries(25):
+    # The engine's edit and retry (lock, checks, moving the job) and its audit entry.
+    with django_assert_max_num_queries(26):
         editor.post(url("retry-changed", job.pk), {**fields, "confirm": token_of(question)})
 
     retried = Job.objects.with_execution().get(pk=job.pk)
@@ -289,9 +290,10 @@ def test_duplicate_enqueues_a_copy_with_the_same_or_changed_arguments(
 ):
     job = job_of(tasks.record.using(queue_name="low").enqueue(42))
     same = {"args": "[42]", "kwargs": "{}"}
-    question = editor.post(url("duplicate", job.pk), same)
+    with django_assert_max_num_queries(5):
+        question = editor.post(url("duplicate", job.pk), same)
     assert "The same arguments as the job." in question.content.decode()
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(12):
         done = editor.post(url("duplicate", job.pk), {**same, "confirm": token_of(question)})
 
     copy = Job.objects.exclude(pk=job.pk).get()
@@ -343,7 +345,7 @@ def test_new_job_builds_a_field_per_parameter_and_enqueues_it(
     assert rows["Queue"] == "the task's (real_time)"
     assert not Job.objects.exists()
 
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(12):
         done = editor.post(NEW, {**fields, "confirm": token_of(question)})
 
     job = Job.objects.get()
@@ -431,3 +433,29 @@ def test_editors_find_the_forms_on_the_job_page_and_list(editor, jobs, admin_cli
     admin_client.defaults["HTTP_HX_REQUEST"] = "true"
     fragment = admin_client.get(url("edit", jobs.failed.pk)).content.decode()
     assert fragment.startswith('<div id="job-change-form">') and "<html" not in fragment
+
+
+def test_a_unique_key_another_job_holds_is_refused_at_save_and_nothing_changes(editor):
+    from tests.tasks import unique
+
+    holder = job_of(unique.sync_account.enqueue(1))
+    other = job_of(unique.sync_account.enqueue(2))
+    fields = edit_fields(other, args="[1]")
+    question = editor.post(url("edit", other.pk), fields)
+
+    response = editor.post(url("edit", other.pk), {**fields, "confirm": token_of(question)})
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert re.search(rf'id="error-args">[^<]*Job {holder.pk} already holds the unique key', page)
+    assert Job.objects.get(pk=other.pk).arguments["args"] == [2]
+    assert not AuditEntry.objects.exists()
+
+
+def test_a_cancelled_job_is_not_editable(editor, jobs):
+    Job.objects.get(pk=jobs.pending.pk).cancel()
+
+    page = editor.get(url("detail", jobs.pending.pk)).content.decode()
+    assert 'id="job-edit"' not in page and 'id="job-retry-changed"' not in page
+    response = editor.post(url("edit", jobs.pending.pk), edit_fields(jobs.pending, args="[1]"))
+    assert "is cancelled" in response.content.decode()
