@@ -174,7 +174,13 @@ class ArgumentsForm(CallForm):
     """Other arguments for a retry or a duplicate (the job's own where left unchanged)."""
 
     def changes(self) -> dict[str, Any]:
-        return {"args": self.call[0], "kwargs": self.call[1]}
+        """The arguments that differ from the job's; None for a side left as it is (the
+        engine then keeps it as stored: a model instance stays one, not its display)."""
+        args, kwargs = self.call
+        return {
+            "args": args if args != self.before.args else None,
+            "kwargs": kwargs if kwargs != self.before.kwargs else None,
+        }
 
     def diff(self) -> list[Change]:
         return self.arguments_diff()

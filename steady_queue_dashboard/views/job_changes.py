@@ -72,7 +72,7 @@ def _change(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         return _page(request, form, action, job, refused=refused)
     if data is None or "edit" in data or not form.is_valid():
         return _page(request, form, action, job)
-    if action == EDIT and not form.changes():
+    if action in (EDIT, RETRY) and not form.diff():
         form.add_error(None, _("Nothing was changed: change a value, or cancel."))
         return _page(request, form, action, job)
     facts = _facts(action, job, form)
@@ -133,8 +133,7 @@ def _act(request: HttpRequest, action: str, job, form, facts: dict) -> HttpRespo
             args, kwargs = changes["args"], changes["kwargs"]
             outcome = adapter.retry_job(job.pk, facts["before"], args, kwargs, user=user)
         else:
-            # Unchanged arguments: the job's own, as stored (None), not as read back.
-            args, kwargs = (changes["args"], changes["kwargs"]) if form.diff() else (None, None)
+            args, kwargs = changes["args"], changes["kwargs"]
             outcome, copy = adapter.duplicate_job(job.pk, args, kwargs, user=user)
             link = instances.url("job-detail", copy) if copy else link
     except Refusal as exc:  # the engine refused: shown on the form, nothing written

@@ -7,6 +7,7 @@ before and after; masked values stay masked; only staff with ``edit_jobs`` see o
 from __future__ import annotations
 
 import html
+import json
 import re
 from datetime import timedelta
 
@@ -15,7 +16,10 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from steady_queue import arguments
 from steady_queue.models import Job
 from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
@@ -459,3 +463,42 @@ def test_a_cancelled_job_is_not_editable(editor, jobs):
     assert 'id="job-edit"' not in page and 'id="job-retry-changed"' not in page
     response = editor.post(url("edit", jobs.pending.pk), edit_fields(jobs.pending, args="[1]"))
     assert "is cancelled" in response.content.decode()
+
+
+def test_a_retry_with_nothing_changed_asks_for_a_change(editor):
+    job = failed_job("it broke")
+    response = editor.post(url("retry-changed", job.pk), {"args": '["it broke"]', "kwargs": "{}"})
+    assert "Nothing was changed" in response.content.decode()
+    assert Job.objects.with_execution().get(pk=job.pk).state == "failed"
+
+
+# Keyword names a call can take (record(**kwargs)), not masked by the default patterns.
+names = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda name: not any(p in name for p in ("key", "token", "secret", "private", "passw"))
+)
+plain_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(args=st.lists(plain_json, max_size=3), kwargs=st.dictionaries(names, plain_json, max_size=3))
+def test_the_arguments_typed_are_the_arguments_stored(editor, args, kwargs):
+    job = job_of(tasks.record.enqueue("before"))
+    fields = edit_fields(job, args=json.dumps(args), kwargs=json.dumps(kwargs))
+
+    question = editor.post(url("edit", job.pk), fields)
+    if args == ["before"] and kwargs == {}:
+        return
+    editor.post(url("edit", job.pk), {**fields, "confirm": token_of(question)})
+
+    stored = arguments.deserialize(Job.objects.get(pk=job.pk).arguments)
+    assert stored == (args, kwargs)
