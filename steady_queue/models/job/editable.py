@@ -136,15 +136,7 @@ class EditableJob:
         through the task's ``enqueue()``, so every task option applies (a ``@unique``
         task's duplicate may get the job that holds its key).
         """
-        task = _task_of(self)
-        task = dataclasses.replace(
-            task,
-            queue_name=self.queue_name,
-            priority=self.priority,
-            backend=self.backend,
-            run_after=None,
-        )
-        call_args, call_kwargs = _arguments(self, args, kwargs)
+        task, call_args, call_kwargs = self._duplicate_call(args, kwargs)
         with _labels_of(self):
             result = task.enqueue(*call_args, **call_kwargs)
         after = {"job": int(result.id), "arguments": arguments.serialize(call_args, call_kwargs)}
@@ -164,6 +156,27 @@ class EditableJob:
             backend=self.backend,
         )
         return result
+
+    def planned_duplicate(
+        self, args: Sequence[Any] | None = None, kwargs: Mapping[str, Any] | None = None
+    ) -> Job:
+        """The unsaved job ``duplicate()`` would enqueue, checked as enqueue checks it
+        (a dry run: nothing is written)."""
+        from . import Job
+
+        task, call_args, call_kwargs = self._duplicate_call(args, kwargs)
+        backend = task_backends[task.backend]
+        return Job.for_task_call(task, call_args, call_kwargs, backend=backend)
+
+    def _duplicate_call(self, args, kwargs) -> tuple[Task, list, dict]:
+        task = dataclasses.replace(
+            _task_of(self),
+            queue_name=self.queue_name,
+            priority=self.priority,
+            backend=self.backend,
+            run_after=None,
+        )
+        return (task, *_arguments(self, args, kwargs))
 
     def _edit_in_transaction(self, request: _Request, *, only_failed: bool) -> dict:
         from ..execution import BlockedExecution
