@@ -63,6 +63,18 @@ class CallForm(forms.Form):
         self._check(*self.call)
         return data
 
+    #: The engine's dry run of the change, set by the view (``Job.preview_edit``,
+    #: ``Job.planned_duplicate``): called with ``changes()``, its refusal goes on the form.
+    engine_check = None
+
+    def run_engine_check(self) -> None:
+        if self.errors or self.engine_check is None or not self.diff():
+            return
+        try:
+            self.engine_check(self.changes())
+        except Refusal as exc:
+            self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+
     def masked_json(self, args: list, kwargs: dict) -> tuple[str, str]:
         shown_args, shown_kwargs = masking.mask_call(args, kwargs, self.task_path)
         return _dumps(shown_args), _dumps(shown_kwargs)
@@ -116,29 +128,23 @@ class JobEditForm(CallForm):
         help_text=_("In your time zone; empty keeps the job's own."),
     )
 
-    #: ``Job.preview_edit`` of the job, set by the view: the engine checks the changes too.
-    engine_check = None
-
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if self.errors:
-            return data
-        # The queue and priority as the task's backend checks them at an enqueue.
+        if not self.errors:
+            self._check_routing(data)
+        self.run_engine_check()
+        return data
+
+    def _check_routing(self, data: dict[str, Any]) -> None:
+        """The queue and priority as the task's backend checks them at an enqueue."""
         try:
             task = adapter.find_task(self.task_path)
         except Refusal:
-            return data  # not importable here: the engine decides
+            return  # not importable here: the engine's dry run says so
         try:
             adapter.routed_task(task, data["queue_name"], data["priority"], None)
         except Exception as exc:  # the backend's InvalidTask, a ValueError
             self.add_error(_field_of_refusal(str(exc), self.fields), str(exc))
-            return data
-        if self.engine_check is not None and (changes := self.changes()):
-            try:
-                self.engine_check(changes)
-            except Refusal as exc:
-                self.add_error(exc.field if exc.field in self.fields else None, str(exc))
-        return data
 
     def changes(self) -> dict[str, Any]:
         """The keywords of ``Job.edit``: only what differs from the job's values."""
@@ -172,6 +178,11 @@ class JobEditForm(CallForm):
 
 class ArgumentsForm(CallForm):
     """Other arguments for a retry or a duplicate (the job's own where left unchanged)."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        self.run_engine_check()
+        return data
 
     def changes(self) -> dict[str, Any]:
         """The arguments that differ from the job's; None for a side left as it is (the

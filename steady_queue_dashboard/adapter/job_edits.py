@@ -106,6 +106,11 @@ def preview_edit(job: Job, changes: dict[str, Any]) -> None:
     _engine(lambda: job.preview_edit(**changes))
 
 
+def plan_duplicate(job: Job, args: list | None, kwargs: dict | None) -> None:
+    """Check a duplicate as ``duplicate()`` would, writing nothing; raise ``Refusal``."""
+    _engine(lambda: job.planned_duplicate(args=args, kwargs=kwargs))
+
+
 def retry_job(pk: int, expected: str, args: list, kwargs: dict, *, user: str) -> Outcome:
     """Queue the failed job again with other arguments (audited by the engine, as ``user``)."""
     done = _("Job %(id)s will run again with the new arguments.")

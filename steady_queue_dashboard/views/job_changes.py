@@ -66,7 +66,10 @@ def _change(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     before = adapter.values_of(job)
     data = request.POST if request.method == "POST" else None
     form = _form(action, data, job, before)
-    if action == EDIT:  # the engine's own dry run: its errors show on the form
+    # The engine's own dry run: what it would refuse shows on the form.
+    if action == DUPLICATE:
+        form.engine_check = lambda changes: adapter.plan_duplicate(job, **changes)
+    else:
         form.engine_check = lambda changes: adapter.preview_edit(job, changes)
     if refused := _refused(job, action):
         return _page(request, form, action, job, refused=refused)

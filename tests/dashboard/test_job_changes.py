@@ -502,3 +502,17 @@ def test_the_arguments_typed_are_the_arguments_stored(editor, args, kwargs):
 
     stored = arguments.deserialize(Job.objects.get(pk=job.pk).arguments)
     assert stored == (args, kwargs)
+
+
+def test_a_job_whose_task_is_gone_gets_the_engines_message_on_the_form(editor):
+    job = job_of(tasks.record.enqueue(42))
+    Job.objects.filter(pk=job.pk).update(task_path="tests.tasks.gone")
+
+    for name in ("edit", "duplicate"):
+        response = editor.post(url(name, job.pk), edit_fields(job, args="[8]"))
+
+        page = response.content.decode()
+        assert response.status_code == 200
+        assert re.search(r'id="change-errors">\s*<p>[^<]*cannot be imported', page), page
+        assert 'name="confirm"' not in page
+    assert Job.objects.count() == 1 and Job.objects.get().arguments["args"] == [42]
