@@ -159,7 +159,7 @@ def _enqueue(request: HttpRequest, form: NewJobForm) -> HttpResponse:
         form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         return _page(request, form, NEW, None)
     link = instances.url("job-detail", job_id)
-    details = {"task": data["task"], "after": {row.label: row.after for row in form.diff()}}
+    details = {"task": data["task"], "job": job_id, "after": form.audited()}
     audit.record(request, NEW, f"job {job_id}", outcome, link=link, details=details)
     return acted(request, outcome, link)
 

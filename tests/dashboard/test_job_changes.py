@@ -361,7 +361,17 @@ def test_new_job_builds_a_field_per_parameter_and_enqueues_it(
     )
     assert job.queue_name == "real_time"
     entry = AuditEntry.objects.get()
-    assert (entry.action, entry.target) == ("enqueue", f"job {job.pk}")
+    assert (entry.action, entry.target, entry.username) == ("enqueue", f"job {job.pk}", "editor")
+    assert entry.details == {
+        "task": "tests.tasks.greet",
+        "job": job.pk,
+        "after": {
+            "arguments": {"args": [], "kwargs": {"name": "Ada"}},
+            "queue_name": "real_time",
+            "priority": 3,
+            "scheduled_at": None,
+        },
+    }
 
 
 def test_new_job_of_a_variadic_task_takes_json_arguments(editor, settings):
@@ -378,6 +388,22 @@ def test_new_job_of_a_variadic_task_takes_json_arguments(editor, settings):
 
     job = Job.objects.get()
     assert job.arguments == {"args": [1, 2], "kwargs": {"x": 3}} and job.queue_name == "low"
+
+
+def test_a_new_jobs_masked_parameter_stays_masked_in_the_diff_and_audit(editor, settings):
+    settings.STEADY_QUEUE_DASHBOARD = {"TASKS": ["tests.tasks.masked.charge"]}
+    form = editor.get(NEW, {"task": "tests.tasks.masked.charge"}).content.decode()
+    assert re.search(r'<input type="password" name="param_card_number"', form)
+
+    fields = {"task": "tests.tasks.masked.charge", "param_card_number": '"4111-1111"',
+              "param_amount": "5"}  # fmt: skip
+    question = editor.post(NEW, fields)
+    rows = dict(diff_of(question))
+    assert rows["Keyword arguments"] == '{"amount": 5, "card_number": "[masked]"}'
+    editor.post(NEW, {**fields, "confirm": token_of(question)})
+
+    assert Job.objects.get().arguments["kwargs"]["card_number"] == "4111-1111"
+    assert "4111" not in str(AuditEntry.objects.get().details)
 
 
 def test_new_job_refuses_tasks_it_does_not_know_and_bad_input(editor, settings):
