@@ -272,11 +272,12 @@ def _state_of(job: Job) -> str:
 
 
 def _check_state(job: Job, state: str, only_failed: bool = False) -> None:
+    # Not a cancelled job: its cancel stays asked for, so a run would end it again.
     allowed = (states.FAILED,) if only_failed else EDITABLE
     if state in allowed:
         return
     if only_failed:
-        message = f"Job {job.pk} is {state}: only failed jobs can be retried."
+        message = f"Job {job.pk} is {state}: only failed jobs can be retried with changes."
     else:
         message = f"Job {job.pk} is {state}: only {states.in_words(EDITABLE)} jobs can be edited."
     raise JobNotEditable(message, state=state)
@@ -328,7 +329,7 @@ def _apply(job: Job, fresh: Job, state: str) -> str | None:
         setattr(job, field, getattr(fresh, field))
     job.save(update_fields=[*EDITED_FIELDS, "updated_at"])
     if old["unique_key"] != job.unique_key:
-        _move_unique_lock(job, state, keep_key=state not in (states.FAILED,))
+        _move_unique_lock(job, state, keep_key=state != states.FAILED)
     model = states.get(state).model
     if state in KEPT:
         values = {"queue_name": job.queue_name}
