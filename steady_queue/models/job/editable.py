@@ -137,8 +137,8 @@ class EditableJob:
         task's duplicate may get the job that holds its key).
         """
         task, call_args, call_kwargs = self._duplicate_call(args, kwargs)
-        with _labels_of(self):
-            result = task.enqueue(*call_args, **call_kwargs)
+        result = task.enqueue(*call_args, **call_kwargs)
+        _copy_labels(self, result.id)
         after = {"job": int(result.id), "arguments": arguments.serialize(call_args, call_kwargs)}
         from ...ops import audit
 
@@ -369,18 +369,24 @@ def _move_unique_lock(job: Job, state: str, *, keep_key: bool) -> None:
         )
 
 
-def _labels_of(job: Job):
-    """The labels block a duplicate is enqueued in, where jobs have labels."""
-    import contextlib
+def _copy_labels(source: Job, copy_id: str) -> None:
+    """Give a duplicate its original's labels, where jobs have a ``labels`` column.
 
-    found = getattr(job, "labels", None)
+    Written on the new row rather than enqueued in a labels block: the models import
+    nothing above them. A copy that already has labels (a unique key's holder, or the
+    task's own) keeps them.
+    """
+    if not any(field.name == "labels" for field in type(source)._meta.concrete_fields):
+        return
+    found = getattr(source, "labels", None)
     if not found:
-        return contextlib.nullcontext()
-    try:
-        from ...labels import labels  # a later feature: labels of jobs
-    except ImportError:
-        return contextlib.nullcontext()
-    return labels(*found)
+        return
+    # Where the copy was enqueued: its backend's queue database.
+    with db.using_alias(task_backends[source.backend].database):
+        copies = type(source).objects.filter(pk=int(copy_id))
+        for copy in copies.only("pk", "labels"):
+            if not copy.labels:
+                copies.update(labels=list(found))
 
 
 def _announce_edit(job: Job, action: str, changes: dict) -> None:
