@@ -378,7 +378,9 @@ def test_retry_with_changed_arguments_runs_them():
 
 def test_retry_with_arguments_of_a_job_that_did_not_fail_changes_nothing():
     result = tasks.echo.enqueue(1)
-    with pytest.raises(JobNotEditable, match="is ready: only failed jobs can be retried"):
+    with pytest.raises(
+        JobNotEditable, match="is ready: only failed jobs can be retried with changes"
+    ):
         job(result).retry(args=[2])
     assert job(result).arguments["args"] == [1]
 
@@ -388,6 +390,30 @@ def test_retry_with_bad_arguments_leaves_the_job_failed():
     with pytest.raises(SerializationError):
         job(result).retry(args=[object()])
     assert state(result) == "failed"
+
+
+def test_a_cancelled_job_is_not_retried_with_changes():
+    result = make("cancelled")
+    with pytest.raises(JobNotEditable, match="is cancelled: only failed jobs") as raised:
+        job(result).retry(args=[2])
+    assert raised.value.state == "cancelled"
+    assert job(result).arguments["args"] == [1]
+
+
+@pytest.mark.parametrize(
+    ("where", "changes"),
+    [
+        ("ready", {"args": [2], "priority": 3, "queue_name": "low"}),
+        ("scheduled", {"run_after": None}),
+        ("blocked", {"args": [5]}),
+        ("failed", {"args": ["x"]}),
+    ],
+)
+def test_an_edit_takes_a_bounded_number_of_queries(where, changes, django_assert_max_num_queries):
+    result = make(where)
+    edited = job(result)
+    with django_assert_max_num_queries(12):  # 8 to 11 by database, its audit entry included
+        edited.edit(**changes)
 
 
 def test_plain_retry_is_unchanged():

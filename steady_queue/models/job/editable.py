@@ -137,8 +137,8 @@ class EditableJob:
         task's duplicate may get the job that holds its key).
         """
         task, call_args, call_kwargs = self._duplicate_call(args, kwargs)
-        with _labels_of(self):
-            result = task.enqueue(*call_args, **call_kwargs)
+        result = task.enqueue(*call_args, **call_kwargs)
+        _copy_labels(self, result.id)
         after = {"job": int(result.id), "arguments": arguments.serialize(call_args, call_kwargs)}
         from ...ops import audit
 
@@ -272,11 +272,12 @@ def _state_of(job: Job) -> str:
 
 
 def _check_state(job: Job, state: str, only_failed: bool = False) -> None:
+    # Not a cancelled job: its cancel stays asked for, so a run would end it again.
     allowed = (states.FAILED,) if only_failed else EDITABLE
     if state in allowed:
         return
     if only_failed:
-        message = f"Job {job.pk} is {state}: only failed jobs can be retried."
+        message = f"Job {job.pk} is {state}: only failed jobs can be retried with changes."
     else:
         message = f"Job {job.pk} is {state}: only {states.in_words(EDITABLE)} jobs can be edited."
     raise JobNotEditable(message, state=state)
@@ -328,7 +329,7 @@ def _apply(job: Job, fresh: Job, state: str) -> str | None:
         setattr(job, field, getattr(fresh, field))
     job.save(update_fields=[*EDITED_FIELDS, "updated_at"])
     if old["unique_key"] != job.unique_key:
-        _move_unique_lock(job, state, keep_key=state not in (states.FAILED,))
+        _move_unique_lock(job, state, keep_key=state != states.FAILED)
     model = states.get(state).model
     if state in KEPT:
         values = {"queue_name": job.queue_name}
@@ -368,18 +369,24 @@ def _move_unique_lock(job: Job, state: str, *, keep_key: bool) -> None:
         )
 
 
-def _labels_of(job: Job):
-    """The labels block a duplicate is enqueued in, where jobs have labels."""
-    import contextlib
+def _copy_labels(source: Job, copy_id: str) -> None:
+    """Give a duplicate its original's labels, where jobs have a ``labels`` column.
 
-    found = getattr(job, "labels", None)
+    Written on the new row rather than enqueued in a labels block: the models import
+    nothing above them. A copy that already has labels (a unique key's holder, or the
+    task's own) keeps them.
+    """
+    if not any(field.name == "labels" for field in type(source)._meta.concrete_fields):
+        return
+    found = getattr(source, "labels", None)
     if not found:
-        return contextlib.nullcontext()
-    try:
-        from ...labels import labels  # a later feature: labels of jobs
-    except ImportError:
-        return contextlib.nullcontext()
-    return labels(*found)
+        return
+    # Where the copy was enqueued: its backend's queue database.
+    with db.using_alias(task_backends[source.backend].database):
+        copies = type(source).objects.filter(pk=int(copy_id))
+        for copy in copies.only("pk", "labels"):
+            if not copy.labels:
+                copies.update(labels=list(found))
 
 
 def _announce_edit(job: Job, action: str, changes: dict) -> None:
