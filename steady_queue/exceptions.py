@@ -11,6 +11,29 @@ class JobStateError(Exception):
     """The action does not apply to the job in its current state (the message says why)."""
 
 
+class JobNotEditable(JobStateError):
+    """``Job.edit()`` refused: the job has started, ended, or is being claimed right now.
+
+    ``state`` is the job's state when it was refused (``"running"``, ``"finished"``,
+    ``"cancelled"``...); the message names it. Nothing was changed.
+    """
+
+    def __init__(self, message: str, *, state: str = ""):
+        super().__init__(message)
+        self.state = state
+
+
+class UniqueKeyConflict(JobNotEditable):
+    """An edit that would give a ``@unique`` task's job a key another job holds.
+
+    ``holder_id`` is the job holding the key. Nothing was changed.
+    """
+
+    def __init__(self, message: str, *, state: str = "", holder_id: int | None = None):
+        super().__init__(message, state=state)
+        self.holder_id = holder_id
+
+
 class RescheduleJob(BaseException):
     """Raised by ``steady_queue.context.reschedule()`` to run the job again later.
 

@@ -8,9 +8,10 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, get_resolver, reverse
 
+from steady_queue import arguments
 from steady_queue.ops.audit import operation_performed
 
-from . import adapter, instances
+from . import adapter, instances, masking
 from .adapter import Outcome
 from .models import AuditEntry
 
@@ -62,8 +63,25 @@ def record_operation(
     """Record what an ops command (``manage.py steady_queue_jobs`` …) did, as the OS user."""
     link = _link(link_to, kwargs.get("backend"))
     outcome = Outcome(succeeded, message, affected)
-    record_as(actor, action, target, outcome, link=link, details=details)
+    record_as(actor, action, target, outcome, link=link, details=masked_details(details))
     return True
+
+
+def masked_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``details`` with the arguments of its ``before`` / ``after`` masked.
+
+    The engine announces its own changes (``Job.edit()``, ``duplicate()``) with the
+    arguments as stored, for the task ``details["task"]``: what the dashboard hides of
+    that task's arguments is hidden here too, as on the job's page.
+    """
+    task_path = details.get("task")
+    masked = dict(details)
+    for side in ("before", "after"):
+        values = details.get(side)
+        if isinstance(values, dict) and isinstance(values.get("arguments"), dict):
+            args, kwargs = masking.mask_call(*arguments.display(values["arguments"]), task_path)
+            masked[side] = {**values, "arguments": {"args": args, "kwargs": kwargs}}
+    return masked
 
 
 def _link(link_to: tuple[str, ...], backend: str | None) -> str:

@@ -34,6 +34,9 @@ DEFAULTS: dict[str, Any] = {
     # A database alias (a read replica of the queue database) that pages read from;
     # actions always write to the queue database. None: pages read the queue database.
     "READ_DATABASE": None,
+    # Dotted paths of tasks that "New job" offers besides those seen in the jobs table and
+    # the recurring schedule (a task never enqueued yet, for instance).
+    "TASKS": (),
     # Where the "Log out" button posts; None tries the URL names "logout" and "admin:logout".
     "LOGOUT_URL": None,
 }

@@ -17,6 +17,7 @@ from .views import (
     errors,
     fair_weights,
     job_actions,
+    job_changes,
     jobs,
     overview,
     processes,
@@ -84,6 +85,12 @@ urlpatterns = [
     path("queues/<sq_key:name>/", queues.queue_detail, name="queue-detail"),
     path("<sq_status:status>/", jobs.job_list, name="job-list"),
     path("<sq_job:pk>/", jobs.job_detail, name="job-detail"),
+    path("new/", job_changes.job_new, name="job-new"),
+    path("<sq_job:pk>/edit/", job_changes.job_edit, name="job-edit"),
+    path(
+        "<sq_job:pk>/retry-with-changes/", job_changes.job_retry_changed, name="job-retry-changed"
+    ),
+    path("<sq_job:pk>/duplicate/", job_changes.job_duplicate, name="job-duplicate"),
     path("<sq_job:pk>/log/", run_logs.job_logs, name="job-logs"),
     path("<sq_job:pk>/stack/<int:request_id>/", run_logs.job_stack_answer, name="job-stack-answer"),
     path("processes/", processes.process_list, name="process-list"),

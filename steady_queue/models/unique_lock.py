@@ -17,6 +17,7 @@ from django.db import IntegrityError, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .. import db
 from ..task_options import uniqueness
 from .base import QueueModel
 
@@ -75,6 +76,21 @@ class UniqueLock(QueueModel):
         ]
         if rows:
             cls.objects.bulk_create(rows, ignore_conflicts=True)
+
+    @classmethod
+    def take_for(cls, job: Job, now: datetime) -> int | None:
+        """Take the key of ``job`` (an edited job's new key); None when taken, else the id
+        of the job holding it. A key whose period is over is taken over."""
+        cls.objects.filter(key=job.unique_lock_key, expires_at__lte=now).delete()
+        holder = cls.objects.filter(key=job.unique_lock_key).values_list("job_id", flat=True)
+        if (held_by := holder.first()) is not None:
+            return held_by
+        try:
+            with db.atomic():  # a savepoint: PostgreSQL's transaction survives the conflict
+                cls.objects.create(key=job.unique_lock_key, job=job, expires_at=_expiry(job, now))
+        except IntegrityError:  # another enqueue took it since the read
+            return holder.first() or -1  # -1: a holder this transaction cannot see yet
+        return None
 
     @classmethod
     def release(cls, job_ids: Iterable[int]) -> None:

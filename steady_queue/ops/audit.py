@@ -8,8 +8,11 @@ the dashboard nobody listens; the commands say so and go on.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from django.dispatch import Signal
@@ -30,8 +33,28 @@ def available() -> bool:
     return operation_performed.has_listeners()
 
 
+# Who the operations announced inside ``acting_as()`` are done for (None: the OS user).
+_acting_as: ContextVar[str | None] = ContextVar("steady_queue_audit_actor", default=None)
+
+
+@contextlib.contextmanager
+def acting_as(name: str) -> Iterator[None]:
+    """Announce the operations of this block as done by ``name`` (a dashboard user).
+
+    The engine's own changes (``Job.edit()``, ``duplicate()``, ``retry(args=...)``)
+    announce themselves; a caller with a user of its own (the dashboard) names it here.
+    """
+    token = _acting_as.set(name)
+    try:
+        yield
+    finally:
+        _acting_as.reset(token)
+
+
 def actor() -> str:
-    """The OS user running this command, as the audit log names it."""
+    """Who the audit log names: the name given to ``acting_as()``, else the OS user."""
+    if (named := _acting_as.get()) is not None:
+        return named
     try:
         return f"os:{getpass.getuser()}"
     except (KeyError, OSError):  # a container's uid without a passwd entry
@@ -69,5 +92,35 @@ def record(
         details=details,
         link_to=link_to,
         backend=backend.backend if backend is not None and backend.explicit else None,
+    )
+    return any(written is True for _, written in responses)
+
+
+def announce(
+    action: str,
+    target: str,
+    *,
+    message: str,
+    details: dict[str, Any],
+    link_to: tuple[str, ...] = (),
+    backend: str | None = None,
+    affected: int = 1,
+) -> bool:
+    """Announce a change the engine itself made (``Job.edit()``...); True if recorded.
+
+    ``details`` carries the raw values (arguments as stored): the audit log masks what
+    its masking rules hide (see the dashboard's ``record_operation``).
+    """
+    responses = operation_performed.send(
+        None,
+        actor=actor(),
+        action=action,
+        target=target,
+        affected=affected,
+        succeeded=True,
+        message=message,
+        details=details,
+        link_to=link_to,
+        backend=backend,
     )
     return any(written is True for _, written in responses)

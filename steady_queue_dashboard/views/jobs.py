@@ -56,6 +56,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "workflow_step": adapter.step_links(job),
             "attempts": attempts,
             "open_error": failures[-1] if failures and job.finished_at is None else None,
+            "editable": adapter.is_editable(job),
             "live": job.finished_at is None and job.state != states.FAILED,
         }
     return render_page(

@@ -15,12 +15,14 @@ import os
 from urllib.parse import quote, urlencode
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from steady_queue.models import FairWeight, Job, Pause, RecurringTask, Semaphore
 from steady_queue.pauses import pause_task
 from steady_queue_dashboard.listings import LISTINGS
+from steady_queue_dashboard.models import AuditEntry
 from tests import tasks as plain_tasks
 from tests.dashboard.conftest import make_jobs
 
@@ -75,6 +77,10 @@ def page_paths(status: str, key: str, pk: int) -> list[str]:
         "/jobs/recurring/",
         f"/jobs/recurring/{k}/",
         "/jobs/schedules/new/",
+        "/jobs/new/",
+        f"/jobs/{pk}/edit/",
+        f"/jobs/{pk}/retry-with-changes/",
+        f"/jobs/{pk}/duplicate/",
         f"/jobs/schedules/edit/{k}/",
         "/jobs/concurrency/",
         "/jobs/rate-limits/",
@@ -185,3 +191,62 @@ def test_fuzz_every_url_and_form(viewer_client, operator_client, world, record_p
     record_property("dashboard_fuzz_requests", sent["requests"])
     print(f"\ndashboard fuzz: {sent['requests']} requests, {EXAMPLES} examples, 0 answered 500")
     assert sent["requests"] >= EXAMPLES * 3
+
+
+# The job-changing forms, as staff who may use them: whatever is posted (bad JSON, huge
+# numbers, odd dates, tasks nobody knows, forged tokens), nothing changes without the
+# confirmation step, and nothing answers 500.
+CHANGE_FIELDS = [
+    "args", "kwargs", "priority", "queue_name", "run_after", "task", "param_name",
+    "param_times", "confirm", "edit", "save",
+]  # fmt: skip
+change_values = st.one_of(
+    values,
+    json_values.map(json.dumps),
+    st.sampled_from(["[]", "{}", "[1]", '{"a": 1}', "tests.tasks.greet", "os.system", "low"]),
+)
+
+
+settings_for_fuzz = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize="SQ_FUZZ_EXAMPLES" not in os.environ,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def test_fuzz_the_job_change_forms(operator_client, world, settings, record_property):
+    settings.STEADY_QUEUE_DASHBOARD = {"TASKS": ["tests.tasks.greet", "tests.tasks.echo"]}
+    user = operator_client.session.get("_auth_user_id")
+    User.objects.get(pk=user).user_permissions.add(Permission.objects.get(codename="edit_jobs"))
+    operator_client.raise_request_exception = False
+    before = snapshot()
+    real_ids = [world.failed.pk, world.pending.pk, world.scheduled.pk, world.finished.pk]
+    sent = {"requests": 0}
+
+    @settings_for_fuzz
+    @given(
+        pk=job_ids | st.sampled_from(real_ids),
+        data=st.lists(st.tuples(st.sampled_from(CHANGE_FIELDS), change_values), max_size=8),
+        htmx=st.booleans(),
+        choice=st.integers(min_value=0, max_value=3),
+        method=st.sampled_from(["get", "post"]),
+    )
+    def run(pk, data, htmx, choice, method):
+        path = [f"/jobs/{pk}/edit/", f"/jobs/{pk}/retry-with-changes/",
+                f"/jobs/{pk}/duplicate/", "/jobs/new/"][choice]  # fmt: skip
+        extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+        if method == "get":
+            response = operator_client.get(f"{path}?{urlencode(data)}", **extra)
+        else:
+            body = urlencode(data)
+            content_type = "application/x-www-form-urlencoded"
+            response = operator_client.post(path, body, content_type, **extra)
+        sent["requests"] += 1
+        assert response.status_code < 500, (method, path, data, response.status_code)
+        assert snapshot() == before and not AuditEntry.objects.exists()
+
+    run()
+    record_property("dashboard_change_fuzz_requests", sent["requests"])
+    assert sent["requests"] >= EXAMPLES

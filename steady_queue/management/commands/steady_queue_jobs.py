@@ -1,4 +1,5 @@
-"""``manage.py steady_queue_jobs``: list, retry, discard, cancel, dispatch or release jobs."""
+"""``manage.py steady_queue_jobs``: list, retry, discard, cancel, dispatch or release jobs;
+edit or duplicate one job, or enqueue a task (``management/one_job.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 from django.core.management.base import BaseCommand, CommandError
 
 from steady_queue.exceptions import CANCELLED_CLASS
+from steady_queue.management.one_job import ONE_JOB_ACTIONS, OneJob, add_one_job_arguments
 from steady_queue.models import states
 from steady_queue.ops import audit, backends, jobs
 from steady_queue.ops.durations import argument as duration
@@ -27,15 +29,18 @@ ASKED_TO_STOP = (
 class Command(BaseCommand):
     help = (
         "List jobs, or retry, discard, cancel, dispatch or release them, a batch at a time, "
-        "like the dashboard. "
+        "like the dashboard; edit or duplicate one job (edit ID, duplicate ID), or enqueue "
+        "a task (enqueue TASK_PATH) with --args/--kwargs JSON. "
         "Actions are a dry run unless --yes: they print what would change and change nothing. "
         "Real runs are written to the dashboard's audit log as the OS user."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
-            "action", choices=["list", "retry", "discard", "cancel", "dispatch", "release"]
+            "action",
+            choices=["list", "retry", "discard", "cancel", "dispatch", "release", *ONE_JOB_ACTIONS],
         )
+        add_one_job_arguments(parser)
         _status_argument(parser)
         parser.add_argument(
             "--task", action="append", default=[], metavar="PATH", help="Task path (repeatable)."
@@ -87,6 +92,13 @@ class Command(BaseCommand):
         except backends.BackendError as exc:
             raise CommandError(str(exc), returncode=backends.USAGE_ERROR) from exc
         with self.target.active():
+            if options["action"] in ONE_JOB_ACTIONS:
+                return OneJob(self, self.target).handle(options)
+            if options["subject"] is not None:
+                raise CommandError(
+                    f"{options['action']} takes no {options['subject']!r}: choose jobs with "
+                    "--id, --status, --task, --queue."
+                )
             self._handle(options)
 
     def _handle(self, options: dict) -> None:

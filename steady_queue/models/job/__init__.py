@@ -18,6 +18,7 @@ from .. import states
 from ..base import QueueManager, QueueModel, QueueQuerySet
 from .cancellation import Cancellable, CancellableQuerySet
 from .clearable import ClearableQuerySet
+from .editable import EditableJob
 from .executable import Executable
 from .operations import Operations, OperationsQuerySet
 from .retryable import Retryable, RetryableQuerySet
@@ -44,7 +45,7 @@ class JobQuerySet(
         return self.select_related(*states.relations(), "claimed_execution__process")
 
 
-class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
+class Job(EditableJob, Retryable, Operations, Cancellable, Executable, QueueModel):
     """One task invocation, kept as a single row for its whole life."""
 
     queue_name = models.CharField(_("queue"), max_length=255)
