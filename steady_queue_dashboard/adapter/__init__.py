@@ -25,6 +25,7 @@ from .job_queries import (
     listing_for,
     status_counts,
 )
+from .labels import display_metadata, labelled
 from .processes import Health, ProcessNode, process_health, process_tree
 from .queues import (
     Queue,
@@ -125,6 +126,7 @@ __all__ = [
     "concurrency_keys",
     "delete_schedule",
     "display_arguments",
+    "display_metadata",
     "display_value",
     "failed_jobs_by_ids",
     "find_batch",
@@ -135,6 +137,7 @@ __all__ = [
     "is_paused",
     "jobs",
     "key_slots",
+    "labelled",
     "listing_for",
     "next_blocked_job",
     "pausable",
