@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 
 from . import adapter, masking
 from .filters import JobFilter
-from .label_filter import ANY, LABEL, LABEL_MODE, without_idle_mode
 from .keyset import PAGE_AFTER, PAGE_BEFORE, PAGE_PARAMS, Keyset, Page
+from .label_filter import ANY, LABEL, LABEL_MODE, without_idle_mode
 from .listings import Listing
 
 PAGE_SIZE = 50
