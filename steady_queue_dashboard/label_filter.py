@@ -48,7 +48,10 @@ class LabelsInput(forms.Widget):
 
 
 class LabelsField(forms.Field):
-    """A list of labels: blanks dropped, surrounding spaces trimmed, duplicates merged."""
+    """A list of labels: blank ones dropped (the empty box), duplicates merged.
+
+    A label is matched as given, spaces and all: a chip's link must find its own label.
+    """
 
     widget = LabelsInput
 
@@ -58,8 +61,8 @@ class LabelsField(forms.Field):
         values = value if isinstance(value, list | tuple) else [value]
         labels: list[str] = []
         for raw in values:
-            label = str(raw).strip()
-            if label and label not in labels:
+            label = str(raw)
+            if label.strip() and label not in labels:
                 labels.append(label)
         return labels
 
