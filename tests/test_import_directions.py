@@ -66,6 +66,8 @@ TOP_LEVEL = {
         "db",
         "exceptions",
         "hooks",
+        "labels",
+        "metadata",
         "ours",
         "preflight",
         "routers",

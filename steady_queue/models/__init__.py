@@ -11,6 +11,7 @@ from .execution.paused import PausedExecution
 from .execution.throttled import ThrottledExecution
 from .execution.waiting import WaitingExecution
 from .job import Job
+from .label import JobLabel
 from .pause import Pause
 from .process import Process
 from .queue import Queue
@@ -32,6 +33,7 @@ __all__ = [
     "ClaimedExecution",
     "FailedExecution",
     "Job",
+    "JobLabel",
     "JobLogLine",
     "Pause",
     "PausedExecution",

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import models
+from django.db.models import Value
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
@@ -13,22 +14,30 @@ from django.utils.translation import gettext_lazy as _
 
 from ... import arguments
 from ...compat import InvalidTask
+from ...labels import labels_for
 from ...task_options import concurrency, rate_limits, uniqueness
 from .. import states
 from ..base import QueueManager, QueueModel, QueueQuerySet
 from .cancellation import Cancellable, CancellableQuerySet
 from .clearable import ClearableQuerySet
 from .executable import Executable
+from .labelled import Annotated, LabelledQuerySet
 from .operations import Operations, OperationsQuerySet
 from .retryable import Retryable, RetryableQuerySet
 
 
 class JobQuerySet(
-    RetryableQuerySet, OperationsQuerySet, CancellableQuerySet, ClearableQuerySet, QueueQuerySet
+    RetryableQuerySet,
+    OperationsQuerySet,
+    CancellableQuerySet,
+    ClearableQuerySet,
+    LabelledQuerySet,
+    QueueQuerySet,
 ):
     """``Job.objects``: the operations API on any queryset of jobs (``retry_all()``,
     ``discard_all()``, ``dispatch_all_now()``, ``release_all()``, ``cancel_all()``,
-    ``clear_finished_in_batches()``), each in batches with a bounded number of queries.
+    ``clear_finished_in_batches()``), each in batches with a bounded number of queries,
+    and ``labelled(all=..., any=...)``, the label filter.
     """
 
     def finished(self) -> JobQuerySet:
@@ -44,7 +53,7 @@ class JobQuerySet(
         return self.select_related(*states.relations(), "claimed_execution__process")
 
 
-class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
+class Job(Retryable, Operations, Cancellable, Executable, Annotated, QueueModel):
     """One task invocation, kept as a single row for its whole life."""
 
     queue_name = models.CharField(_("queue"), max_length=255)
@@ -95,6 +104,15 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
     trace_context = models.JSONField(_("trace context"), null=True, blank=True)
     # When someone asked to cancel the job (Job.cancel()); it ends as cancelled.
     cancel_requested_at = models.DateTimeField(_("cancel requested at"), null=True, blank=True)
+    # The job's labels (steady_queue.labels), in order; JobLabel indexes them for
+    # labelled(). The database's default too, for rows bulk-loaded by SQL of their own.
+    labels = models.JSONField(
+        _("labels"), default=list, blank=True, db_default=Value([], models.JSONField())
+    )
+    # What the running task stored with steady_queue.context.set_metadata: a JSON object.
+    metadata = models.JSONField(
+        _("metadata"), default=dict, blank=True, db_default=Value({}, models.JSONField())
+    )
     created_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -176,6 +194,7 @@ class Job(Retryable, Operations, Cancellable, Executable, QueueModel):
             concurrency_key=limit.key_for(args, kwargs) if limit else "",
             unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
             rate_limit_key=declared_rate.key_for(task, args, kwargs) if declared_rate else "",
+            labels=labels_for(task.module_path),
         )
 
 

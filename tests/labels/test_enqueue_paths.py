@@ -1,0 +1,1 @@
+"""Every way a job is inserted writes its labels."""

@@ -1,0 +1,1 @@
+"""``Job.objects.labelled(all=..., any=...)``."""

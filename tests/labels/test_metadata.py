@@ -1,0 +1,1 @@
+"""``steady_queue.context.set_metadata``."""
