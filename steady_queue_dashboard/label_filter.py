@@ -13,15 +13,15 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from steady_queue.labels import MAX_LABELS, MAX_LENGTH
+
 LABEL = "label"
 LABEL_MODE = "label_mode"
 ALL, ANY = "all", "any"
 MODES = [(ALL, _("all of them")), (ANY, _("any of them"))]
-# A job holds at most 20 labels of at most 100 characters each (the engine refuses more):
-# a filter beyond these bounds could match nothing, so it is refused with a clear error
-# rather than sent to the database as a query with a thousand terms.
-MAX_LABELS = 20
-MAX_LENGTH = 100
+# A job holds at most MAX_LABELS labels of at most MAX_LENGTH characters (the engine
+# refuses more): a filter beyond these bounds could match nothing, so it is refused with a
+# clear error rather than sent to the database as a query with a thousand terms.
 
 
 class LabelsInput(forms.Widget):
