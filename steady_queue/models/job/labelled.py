@@ -35,6 +35,8 @@ class LabelledQuerySet(QueueQuerySet):
         """
         from ..label import JobLabel
 
+        if isinstance(all, str) or isinstance(any, str):
+            raise TypeError("labelled(all=..., any=...) takes a list of labels, not a string.")
         every, some = checked(all), checked_any(any)
         narrowed = self
         for label in every:
