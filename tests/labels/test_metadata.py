@@ -17,8 +17,8 @@ from django.db import connections
 from steady_queue.compat import TaskContext, TaskResultStatus
 from steady_queue.context import aset_metadata, set_metadata
 from steady_queue.exceptions import InvalidMetadata
-from steady_queue.metadata import MAX_BYTES
 from steady_queue.models import Job
+from steady_queue.models.job.annotated import MAX_BYTES
 from steady_queue.results import metadata_of
 from steady_queue.testing import run_ready_jobs
 from tests.tasks import labelled as t
