@@ -62,7 +62,7 @@ def set_metadata(context: TaskContext, **values: Any) -> dict[str, Any]:
     """Merge ``values`` into this job's metadata (``Job.metadata``) and return the whole.
 
     Keys given replace those of the same name; the others stay. Each value must be JSON
-    and the whole at most 64 KB as JSON (``steady_queue.metadata.MAX_BYTES``), else
+    and the whole at most 64 KB as JSON (``models.job.annotated.MAX_BYTES``), else
     ``InvalidMetadata`` is raised and the metadata stays as it was. Committed at once,
     in a short transaction of its own (its row locked while it merges): other
     connections read it before the job ends. Inside a transaction you opened on the

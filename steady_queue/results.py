@@ -175,21 +175,17 @@ def announce_crash(sender, job: Job, **kwargs) -> None:
 
 
 def _logged_labels(task_result) -> dict[str, Any]:
-    """The ``labels`` field of a start or end line: only with ``log_label_prefixes`` set
-    (then one query per job, at its first line: a job's labels do not change)."""
+    """The ``labels`` field of a start or end line: only with ``log_label_prefixes`` set,
+    then read by primary key (a TaskResult has no room for them; not cached, since an
+    edit may change them)."""
     if not steady_queue.log_label_prefixes:
         return {}
-    return {"labels": log.logged_labels(_labels_by_id(task_result.backend, task_result.id))}
-
-
-@functools.lru_cache(maxsize=4096)
-def _labels_by_id(backend: str, result_id: str) -> tuple[str, ...]:
     from .compat import task_backends
 
-    # Ids are per queue database: the backend's names it.
-    with db.using_alias(getattr(task_backends[backend], "database", None)):
-        found = Job.objects.filter(pk=int(result_id)).values_list("labels", flat=True).first()
-    return tuple(found or ())
+    # Ids are per queue database: the result's backend names it.
+    with db.using_alias(getattr(task_backends[task_result.backend], "database", None)):
+        found = Job.objects.filter(pk=int(task_result.id)).values_list("labels", flat=True)
+        return {"labels": log.logged_labels(found.first() or [])}
 
 
 @receiver(task_started, dispatch_uid="steady_queue.log.started")

@@ -67,7 +67,6 @@ TOP_LEVEL = {
         "exceptions",
         "hooks",
         "labels",
-        "metadata",
         "ours",
         "preflight",
         "routers",

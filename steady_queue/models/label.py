@@ -20,7 +20,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from .. import db
-from ..labels import MAX_LENGTH
+from ..task_options.labels import MAX_LENGTH
 from .base import QueueModel
 
 if TYPE_CHECKING:

@@ -27,6 +27,13 @@ def refund(account_id: int) -> int:
     return account_id
 
 
+@labels("b")
+@labels("a", "b")
+@task()
+def twice() -> None:
+    pass
+
+
 @task()
 def plain(value: int = 0) -> int:
     return value

@@ -14,14 +14,15 @@ from django.utils.translation import gettext_lazy as _
 
 from ... import arguments
 from ...compat import InvalidTask
-from ...labels import labels_for
 from ...task_options import concurrency, rate_limits, uniqueness
+from ...task_options.labels import labels_for
 from .. import states
 from ..base import QueueManager, QueueModel, QueueQuerySet
+from .annotated import Annotated
 from .cancellation import Cancellable, CancellableQuerySet
 from .clearable import ClearableQuerySet
 from .executable import Executable
-from .labelled import Annotated, LabelledQuerySet
+from .labelled import LabelledQuerySet
 from .operations import Operations, OperationsQuerySet
 from .retryable import Retryable, RetryableQuerySet
 

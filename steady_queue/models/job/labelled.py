@@ -1,22 +1,16 @@
-"""Finding jobs by their labels, and a running job's metadata.
+"""Finding jobs by their labels: ``Job.objects.labelled(all=[...], any=[...])``.
 
-``Job.objects.labelled(all=[...], any=[...])`` narrows any queryset of jobs through the
-label index (``JobLabel``): one semi-join per label of ``all`` and one for ``any``,
-each a range of the index's primary key ``(label, job_id)``.
-
-``Job.merge_metadata`` is what ``steady_queue.context.set_metadata`` writes with: the
-job's row locked, the new keys merged in, the size checked, in one short transaction.
+It narrows any queryset of jobs through the label index (``JobLabel``): one semi-join
+per label of ``all`` and one for ``any``, each a range of the index's primary key
+``(label, job_id)``. On PostgreSQL the planner merges the ranges of ``all`` backwards
+(both are in id order), so the newest page of a filter reads a few index pages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from django.db import models
-
-from ... import db, metadata
-from ...labels import checked
+from ...task_options.labels import checked
 from ..base import QueueQuerySet
 
 
@@ -35,6 +29,8 @@ class LabelledQuerySet(QueueQuerySet):
         """
         from ..label import JobLabel
 
+        if isinstance(all, str) or isinstance(any, str):
+            raise TypeError("labelled(all=..., any=...) takes a list of labels, not a string.")
         every, some = checked(all), checked_any(any)
         narrowed = self
         for label in every:
@@ -56,32 +52,3 @@ def _chunks(labels: list[str]) -> Iterable[list[str]]:
     # checked() counts a job's labels; a filter's ``any`` may name more than a job has.
     for start in range(0, len(labels), 20):
         yield labels[start : start + 20]
-
-
-class Annotated(models.Model):
-    """A job's metadata, written while it runs (``steady_queue.context.set_metadata``)."""
-
-    class Meta:
-        abstract = True
-
-    @classmethod
-    def merge_metadata(cls, job_id: int, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge ``values`` into the job's metadata (key by key) and return the whole.
-
-        Refused with ``InvalidMetadata`` (nothing written) when a value is not JSON or
-        the whole would pass ``metadata.MAX_BYTES``. The row is locked while it is read
-        and written: two merges at once both land.
-        """
-        values = metadata.checked_values(values)
-        with db.atomic():
-            current = (
-                cls.objects.filter(pk=job_id)
-                .locked(skip_locked=False)
-                .values_list("metadata", flat=True)
-                .first()
-            )
-            if current is None:
-                raise cls.DoesNotExist(f"Job {job_id} does not exist.")
-            merged = metadata.checked_whole({**(current or {}), **values})
-            cls.objects.filter(pk=job_id).update(metadata=merged)
-        return merged
