@@ -46,7 +46,7 @@ def test_filter_by_two_labels_with_all_then_retry_exactly_those(open_dashboard):
     confirm = page.locator(".confirm")
     expect(confirm).to_contain_text("Retry 3 jobs?")
     confirm.get_by_role("button", name="Retry 3 jobs").click()
-    expect(page.locator("#sq-messages")).to_contain_text("3 jobs")
+    expect(page.locator("#sq-messages")).to_contain_text("3 jobs will run again.")
     still_failed = set(
         Job.objects.filter(failed_execution__isnull=False).values_list("pk", flat=True)
     )
