@@ -62,6 +62,10 @@ job_log_max_lines: int = 1000
 job_log_max_bytes: int = 256 * 1024
 # How often a worker writes the lines its running jobs logged (and at each job's end).
 job_log_flush_interval: timedelta = timedelta(seconds=1)
+# Labels (steady_queue.labels) that a job's log records carry, chosen by prefix: with
+# ["tenant:"], a job labelled "tenant:7" logs ``labels=["tenant:7"]``. Empty: log records
+# carry no labels. Metrics never carry labels (their values are unbounded).
+log_label_prefixes: list[str] = []
 
 # The public API, importable from the package itself (``from steady_queue import
 # recurring``) and loaded on first use (PEP 562): importing ``steady_queue`` in
@@ -76,6 +80,7 @@ _PUBLIC = {
     "recurring": "steady_queue.task_options.recurring_task",
     "report_progress": "steady_queue.context",
     "reschedule": "steady_queue.context",
+    "set_metadata": "steady_queue.context",
     "run_ready_jobs": "steady_queue.testing",
     "dispatch_scheduled": "steady_queue.testing",
     "enqueue_all": "steady_queue.backend",

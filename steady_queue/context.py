@@ -1,6 +1,6 @@
 """Talk to the queue from inside a running task (declare it with ``takes_context=True``).
 
-from steady_queue.context import report_progress, reschedule
+from steady_queue.context import report_progress, reschedule, set_metadata
 
 @task(takes_context=True)
 def import_rows(context, path):
@@ -9,11 +9,13 @@ def import_rows(context, path):
     for done, row in enumerate(rows(path), 1):
         ...
         report_progress(context, done, total, "Importing")
+        set_metadata(context, rows_done=done, source=path)
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
@@ -56,6 +58,21 @@ def report_progress(context: TaskContext, current: int, total: int, message: str
         raise JobCancelled(f"Job {job_id} was cancelled")
 
 
+def set_metadata(context: TaskContext, **values: Any) -> dict[str, Any]:
+    """Merge ``values`` into this job's metadata (``Job.metadata``) and return the whole.
+
+    Keys given replace those of the same name; the others stay. Each value must be JSON
+    and the whole at most 64 KB as JSON (``models.job.annotated.MAX_BYTES``), else
+    ``InvalidMetadata`` is raised and the metadata stays as it was. Committed at once,
+    in a short transaction of its own (its row locked while it merges): other
+    connections read it before the job ends. Inside a transaction you opened on the
+    queue database it becomes visible when that transaction commits.
+    """
+    from .models import Job
+
+    return Job.merge_metadata(int(context.task_result.id), values)
+
+
 def cancelled(context: TaskContext) -> bool:
     """Whether this job's cancellation was asked for: stop, and the job ends cancelled.
 
@@ -74,3 +91,4 @@ def cancelled(context: TaskContext) -> bool:
 
 areport_progress = sync_to_async(report_progress)
 acancelled = sync_to_async(cancelled)
+aset_metadata = sync_to_async(set_metadata)

@@ -76,3 +76,15 @@ def retry_deadlocks(work, attempts: int = 5):
         except OperationalError as exc:
             if not (outermost and is_deadlock(exc)) or attempt == attempts - 1:
                 raise
+
+
+def exact_collation(connection) -> str | None:
+    """The collation that compares text byte for byte on ``connection``'s database, where
+    its default does not (None elsewhere: PostgreSQL and SQLite compare exactly).
+
+    MySQL's and MariaDB's defaults ignore case and trailing spaces; their binary
+    collations without padding do not.
+    """
+    if connection.vendor != "mysql":
+        return None
+    return "utf8mb4_nopad_bin" if connection.mysql_is_mariadb else "utf8mb4_0900_bin"

@@ -179,3 +179,18 @@ CANCELLED_CLASS = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"
 
 class EmbeddedQueueAlreadyRunning(RuntimeError):
     """``steady_queue.embedded.start()`` was called while this process runs a queue already."""
+
+
+class InvalidLabels(ValueError):
+    """Labels that a job cannot carry (``steady_queue.labels``): not a non-empty string,
+    longer than ``MAX_LENGTH`` characters, or more than ``MAX_LABELS`` on one job.
+
+    Raised where the labels are given (``@labels(...)``, ``labels(...)``) or as the job is
+    built, before anything is written.
+    """
+
+
+class InvalidMetadata(ValueError):
+    """Metadata a job cannot keep (``steady_queue.context.set_metadata``): a value that is
+    not JSON, or a whole that would pass ``MAX_BYTES`` once serialized. Nothing is written.
+    """

@@ -15,7 +15,9 @@ from typing import Any
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
-from . import arguments, ours
+import steady_queue
+
+from . import arguments, db, ours
 from .compat import (
     InvalidTask,
     Task,
@@ -96,6 +98,21 @@ def enqueued_result(job: Job, task: Task) -> TaskResult:
     )
 
 
+def labels_of(result: TaskResult) -> list[str]:
+    """The labels of the job of ``result`` (``steady_queue.labels``), in order: one query.
+
+    Django's TaskResult is a closed dataclass with no room for them; ``Job.labels`` is
+    the same list, read with the job.
+    """
+    return list(Job.objects.values_list("labels", flat=True).get(pk=int(result.id)))
+
+
+def metadata_of(result: TaskResult) -> dict[str, Any]:
+    """The job's metadata as stored now (``steady_queue.context.set_metadata``): one query,
+    so that a result held while its job runs reads what the task has written since."""
+    return Job.objects.values_list("metadata", flat=True).get(pk=int(result.id))
+
+
 def _made(**values: Any) -> TaskResult:
     """``TaskResult(**values)`` without its ``__post_init__``.
 
@@ -157,6 +174,20 @@ def announce_crash(sender, job: Job, **kwargs) -> None:
     task_finished.send(SteadyQueueBackend, task_result=result)
 
 
+def _logged_labels(task_result) -> dict[str, Any]:
+    """The ``labels`` field of a start or end line: only with ``log_label_prefixes`` set,
+    then read by primary key (a TaskResult has no room for them; not cached, since an
+    edit may change them)."""
+    if not steady_queue.log_label_prefixes:
+        return {}
+    from .compat import task_backends
+
+    # Ids are per queue database: the result's backend names it.
+    with db.using_alias(getattr(task_backends[task_result.backend], "database", None)):
+        found = Job.objects.filter(pk=int(task_result.id)).values_list("labels", flat=True)
+        return {"labels": log.logged_labels(found.first() or [])}
+
+
 @receiver(task_started, dispatch_uid="steady_queue.log.started")
 def log_started(sender, task_result, **kwargs) -> None:
     """Log a Steady Queue job's start on ``steady_queue.jobs``, with its fields as ``extra``."""
@@ -167,7 +198,7 @@ def log_started(sender, task_result, **kwargs) -> None:
             task_result.task.module_path,
             len(task_result.worker_ids),
             task_result.worker_ids[-1] if task_result.worker_ids else "-",
-            extra=log.job_fields(task_result),
+            extra=log.job_fields(task_result, **_logged_labels(task_result)),
         )
 
 
@@ -179,7 +210,7 @@ def log_finished(sender, task_result, **kwargs) -> None:
     started, finished = task_result.last_attempted_at, task_result.finished_at
     duration = (finished - started).total_seconds() if started and finished else 0.0
     timed = {"duration_ms": round(duration * 1000, 3)} if started and finished else {}
-    extra = log.job_fields(task_result, **timed)
+    extra = log.job_fields(task_result, **timed, **_logged_labels(task_result))
     if task_result.status == TaskResultStatus.FAILED:
         error = task_result.errors[-1].exception_class_path if task_result.errors else "?"
         log.logger.warning(

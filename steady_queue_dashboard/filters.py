@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from steady_queue.models import states
 
 from . import adapter
+from .label_filter import ALL, LABEL, LABEL_MODE, LabelModeFilter, LabelsFilter
 from .listings import Listing
 
 PERIODS = {
@@ -126,6 +127,13 @@ class JobFilter(django_filters.FilterSet):
         validators=[parse_argument_search],
         help_text=_("42 matches a positional argument; account_id=42 a keyword argument."),
     )
+    # Named as the URL spells them (label_filter.LABEL, LABEL_MODE): ?label=a&label=b.
+    label = LabelsFilter(
+        label=_("Labels"),
+        method="filter_labels",
+        help_text=_("Jobs with these labels; add one at a time, untick one to drop it."),
+    )
+    label_mode = LabelModeFilter(label=_("Match"), method="filter_label_mode")
 
     # A batch's or workflow run's jobs, as their pages link to them (indexed foreign keys).
     batch = IdFilter(label=_("Batch"), field_name="batch_id", widget=forms.HiddenInput)
@@ -152,8 +160,18 @@ class JobFilter(django_filters.FilterSet):
     def is_active(self) -> bool:
         if not self.is_bound:
             return False
-        values = self.form.cleaned_data.values() if not self.errors else [True]
-        return any(value not in (None, "") for value in values)
+        return bool(self.errors) or bool(self.active_values())
+
+    def active_values(self) -> dict[str, Any]:
+        """The valid filters that narrow the list (the label mode only beside labels)."""
+        values = {
+            name: value
+            for name, value in self.form.cleaned_data.items()
+            if value not in (None, "", [])
+        }
+        if LABEL not in values:
+            values.pop(LABEL_MODE, None)
+        return values
 
     @property
     def argument_query(self) -> Q | None:
@@ -205,6 +223,13 @@ class JobFilter(django_filters.FilterSet):
         if self.listing.status == states.READY:
             return queryset.filter(ready_execution__fairness_key=value.strip())
         return queryset.filter(fairness_key=value.strip())
+
+    def filter_labels(self, queryset: QuerySet, name: str, labels: list[str]) -> QuerySet:
+        mode = self.form.cleaned_data.get(LABEL_MODE) or ALL
+        return adapter.labelled(queryset, labels, mode)
+
+    def filter_label_mode(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset  # read by filter_labels
 
     def filter_arguments(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         # Applied by the list within a bounded window (see argument_query), or in full by

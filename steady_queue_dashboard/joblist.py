@@ -6,10 +6,12 @@ import dataclasses
 
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.utils.translation import gettext as _
 
 from . import adapter, masking
 from .filters import JobFilter
 from .keyset import PAGE_AFTER, PAGE_BEFORE, PAGE_PARAMS, Keyset, Page
+from .label_filter import ANY, LABEL, LABEL_MODE, without_idle_mode
 from .listings import Listing
 
 PAGE_SIZE = 50
@@ -55,13 +57,20 @@ class JobList:
 
     @property
     def filter_params(self) -> list[tuple[str, str]]:
-        """The known filters' values, and nothing else, for forms that act on this list."""
-        return [
-            (name, value)
-            for name in self.filterset.filters
-            for value in self.params.getlist(name)
-            if value
-        ]
+        """The known filters' values, and nothing else, for forms that act on this list.
+
+        Each label is one ``label`` pair, so a confirmation step and "all matching" carry
+        exactly the labels (and their mode) that the list was filtered by.
+        """
+        return without_idle_mode(
+            [
+                (name, value)
+                for name in self.filterset.filters
+                for value in self.params.getlist(name)
+                # The empty box for one more label is sent with every search: not a label.
+                if (value.strip() if name == LABEL else value)
+            ]
+        )
 
     @property
     def description(self) -> str:
@@ -70,12 +79,26 @@ class JobList:
             return ""
         self.filterset.is_valid()
         form = self.filterset.form
+        values = self.filterset.active_values()
         return ", ".join(
-            # A search on a masked keyword is described without its value (audit log).
-            f"{form.fields[name].label}={masking.mask_search(value) if name == 'args' else value}"
-            for name, value in form.cleaned_data.items()
-            if value not in (None, "")
+            f"{form.fields[name].label}={self._described(name, value, values)}"
+            for name, value in values.items()
+            if name != LABEL_MODE
         )
+
+    @staticmethod
+    def _described(name: str, value, values: dict) -> str:
+        if name == "args":
+            # A search on a masked keyword is described without its value (audit log).
+            return masking.mask_search(value)
+        if name == LABEL:
+            # Quoted, so that a label holding a comma still reads as one label.
+            quoted = ", ".join(f'"{label}"' for label in value)
+            if len(value) == 1:
+                return quoted
+            mode = _("any of") if values.get(LABEL_MODE) == ANY else _("all of")
+            return f"{mode} {quoted}"
+        return str(value)
 
     @property
     def valid(self) -> bool:

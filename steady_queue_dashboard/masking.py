@@ -62,6 +62,19 @@ def mask(value: Any) -> Any:
     return value
 
 
+def mask_metadata(value: Any, task_path: str | None) -> Any:
+    """Mask a job's metadata as its arguments are: under a key matching ``MASK_PATTERNS``,
+    or named as one of its task's masked parameters, at any depth."""
+    if isinstance(value, dict):
+        return {
+            k: MASK if is_masked_key(str(k), task_path) else mask_metadata(v, task_path)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [mask_metadata(item, task_path) for item in value]
+    return value
+
+
 def mask_call(args: list, kwargs: dict, task_path: str | None) -> tuple[list, dict]:
     """Mask a call's displayed arguments: masked keywords, the task's masked positions."""
     positions = _task_masks(task_path)[1] if task_path else frozenset()

@@ -66,6 +66,7 @@ TOP_LEVEL = {
         "db",
         "exceptions",
         "hooks",
+        "labels",
         "ours",
         "preflight",
         "routers",

@@ -12,6 +12,7 @@ from .execution.throttled import ThrottledExecution
 from .execution.waiting import WaitingExecution
 from .fair_weight import FairWeight
 from .job import Job
+from .label import JobLabel
 from .pause import Pause
 from .process import Process
 from .queue import Queue
@@ -34,6 +35,7 @@ __all__ = [
     "FailedExecution",
     "FairWeight",
     "Job",
+    "JobLabel",
     "JobLogLine",
     "Pause",
     "PausedExecution",

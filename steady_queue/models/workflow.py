@@ -69,6 +69,7 @@ class WorkflowRun(QueueModel):
         """
         from .execution.waiting import WaitingExecution
         from .job import Job
+        from .label import JobLabel
 
         with db.atomic():
             run = cls.objects.create(name=name, backend=backend, total=len(steps))
@@ -76,6 +77,7 @@ class WorkflowRun(QueueModel):
             for job in jobs:
                 job.workflow_run_id = run.pk
             jobs = Job.objects.bulk_create(jobs)
+            JobLabel.insert_for(jobs)
             run._store_graph(jobs, steps)
             # The others wait first: a root discarded on a concurrency conflict ends
             # failed at once, and its dependents must be waiting to hear of it.

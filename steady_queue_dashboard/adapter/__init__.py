@@ -53,6 +53,7 @@ from .job_queries import (
     listing_for,
     status_counts,
 )
+from .labels import display_metadata, labelled
 from .processes import Health, ProcessNode, process_health, process_tree
 from .queues import (
     Queue,
@@ -161,6 +162,7 @@ __all__ = [
     "delete_schedule",
     "digest",
     "display_arguments",
+    "display_metadata",
     "display_value",
     "duplicate_job",
     "edit_job",
@@ -182,6 +184,7 @@ __all__ = [
     "jobs",
     "key_slots",
     "known_tasks",
+    "labelled",
     "listing_for",
     "next_blocked_job",
     "pausable",

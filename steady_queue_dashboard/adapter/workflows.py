@@ -62,6 +62,7 @@ class Step:
     run_if: str
     state: str
     error: str = ""
+    labels: list[str] = field(default_factory=list)  # its job's (read with its state)
     upstream: list[Step] = field(default_factory=list)
     downstream: list[Step] = field(default_factory=list)
 
@@ -128,10 +129,12 @@ def run_steps(run: WorkflowRun) -> RunSteps:
     if not rows:
         return RunSteps(run, _bar(run), [], complete, [])
     jobs = _job_states(run, rows[0][0], rows[-1][0])
-    steps = {
-        pk: Step(pk, name, position, run_if, *_state(outcome, jobs.get(pk)))
-        for pk, name, position, run_if, outcome in rows
-    }
+    steps = {}
+    for pk, name, position, run_if, outcome in rows:
+        job = jobs.get(pk)
+        state, error = _state(outcome, job[:-1] if job else None)
+        labels = job[-1] if job else []
+        steps[pk] = Step(pk, name, position, run_if, state, error, labels or [])
     _link(steps, run, rows[-1][0])
     ordered = sorted(steps.values(), key=lambda step: (step.position, step.job_id))
     return RunSteps(run, _bar(run), ordered, complete, _failures(ordered))
@@ -168,12 +171,15 @@ def _job_states(run: WorkflowRun, first: int, last: int) -> dict[int, tuple]:
         "failed_execution__job_id",
         "failed_execution__exception_class",
         "failed_execution__message",
+        "labels",  # on the job's row: the steps' chips cost no query of their own
     )
     return {row[0]: row[1:] for row in rows}
 
 
 def _state(outcome: str, job: tuple | None) -> tuple[str, str]:
-    """A step's state and error message, from its job's row (None: the job is gone)."""
+    """A step's state and error message, from its job's row (None: the job is gone).
+
+    ``job`` holds the columns of ``_job_states`` but the labels."""
     if job is None:
         # Cleared after it succeeded, or discarded (which counts as failing it).
         return ("succeeded" if outcome == "succeeded" else states.DISCARDED), ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django import template
 from django.urls import NoReverseMatch, reverse
@@ -16,6 +17,8 @@ from django.utils.translation import gettext_lazy
 
 from .. import adapter, instances
 from ..conf import setting
+from ..label_filter import LABEL
+from ..listings import LISTINGS
 
 register = template.Library()
 
@@ -241,3 +244,32 @@ def metadata_value(value: Any, key: str) -> str:
     if isinstance(value, float):
         return formats.number_format(value, 0 if value.is_integer() else 2)
     return str(value)
+
+
+# A workflow step's state that is no list's: the list its job is (or was last) on.
+STEP_LISTS = {"succeeded": "finished", "dependency-failed": "failed"}
+
+
+@register.inclusion_tag("steady_queue_dashboard/includes/labels.html")
+def sq_labels(labels: Any, status: str = "", **filters: Any) -> dict:
+    """Render labels as chips; each links to the ``status`` job list filtered by it.
+
+    ``filters`` are kept in each link (a batch page's chips keep ``batch``); a status
+    that is no list's (a discarded step) shows plain chips. Reads no database.
+    """
+    labels = labels if isinstance(labels, list | tuple) else []
+    status = STEP_LISTS.get(status, status)
+    base = instances.url("job-list", status) if status in LISTINGS else ""
+    kept = [(name, value) for name, value in filters.items() if value not in (None, "")]
+    chips = [
+        (str(label), f"{base}?{urlencode([*kept, (LABEL, str(label))])}" if base else "")
+        for label in labels
+    ]
+    return {"chips": chips}
+
+
+@register.filter
+def list_status(job: Any) -> str:
+    """The job list a job is on (a cancelled job's is "cancelled"), for links to it."""
+    listing = adapter.listing_for(job)
+    return listing.status if listing else ""

@@ -49,6 +49,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "listing": adapter.listing_for(job),
             "cancellation": adapter.cancellation_of(job),
             "arguments": adapter.display_arguments(job),
+            "metadata": adapter.display_metadata(job),
             "return_value": adapter.display_value(job.return_value),
             "timeline": adapter.timeline(job),
             "uniqueness": adapter.uniqueness_of(job),

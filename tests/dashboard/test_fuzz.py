@@ -34,7 +34,7 @@ STATUSES = list(LISTINGS)
 FIELDS = [
     "task", "queue", "priority", "period", "after", "before", "error", "key", "args",
     "page_after", "page_before", "ids", "scope", "confirm", "confirmed", "next", "span",
-    "batch", "workflow", "description", "name",
+    "batch", "workflow", "description", "name", "label", "label", "label_mode",
 ]  # fmt: skip
 
 json_values = st.recursive(
@@ -54,7 +54,8 @@ texts = st.text(max_size=30)
 special = st.sampled_from(
     ["NaN", "1e999", "-Infinity", "isnull=1", "²", "\x00", "9" * 40, "2026-13-45T99:99",
      "2026-11-23T10:00", "all", "1", "true", "x=", "=", "%00", "../../", "<script>",
-     "99999999999d", "3000000d", "9" * 400, "0001-01-01T00:00", "9999-12-31T23:59"]
+     "99999999999d", "3000000d", "9" * 400, "0001-01-01T00:00", "9999-12-31T23:59",
+     "any", "tenant:7", "a,b", "x" * 101]
 )  # fmt: skip
 values = st.one_of(texts, numbers, cursors, special)
 params = st.lists(st.tuples(st.sampled_from(FIELDS) | texts, values), max_size=6)
@@ -250,3 +251,23 @@ def test_fuzz_the_job_change_forms(operator_client, world, settings, record_prop
     run()
     record_property("dashboard_change_fuzz_requests", sent["requests"])
     assert sent["requests"] >= EXAMPLES
+
+
+@pytest.mark.parametrize("mode", ["all", "any", "", "\x00"])
+def test_a_thousand_labels_never_answer_500_nor_act(operator_client, world, mode):
+    """A pasted or forged query string with 1,000 labels: every list answers, nothing moves."""
+    operator_client.raise_request_exception = False
+    before = snapshot()
+    # 1,000 fields in all: Django's DATA_UPLOAD_MAX_NUMBER_FIELDS answers 400 beyond.
+    data = [("label", f"l{n}\u00e9,&") for n in range(999)] + [("label_mode", mode)]
+    for status in STATUSES:
+        response = operator_client.get(f"/jobs/{status}/?{urlencode(data)}")
+        assert response.status_code == 200, status
+        assert "Some filters are not valid" in response.content.decode()
+    for verb in ("retry", "discard"):
+        body = urlencode([*data, ("scope", "all")])
+        response = operator_client.post(
+            f"/jobs/actions/jobs/failed/{verb}/", body, "application/x-www-form-urlencoded"
+        )
+        assert response.status_code < 500
+    assert snapshot() == before

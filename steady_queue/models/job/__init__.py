@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import models
+from django.db.models import Value
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
@@ -14,22 +15,31 @@ from django.utils.translation import gettext_lazy as _
 from ... import arguments
 from ...compat import InvalidTask
 from ...task_options import concurrency, fairness, rate_limits, uniqueness
+from ...task_options.labels import labels_for
 from .. import states
 from ..base import QueueManager, QueueModel, QueueQuerySet
+from .annotated import Annotated
 from .cancellation import Cancellable, CancellableQuerySet
 from .clearable import ClearableQuerySet
 from .editable import EditableJob
 from .executable import Executable
+from .labelled import LabelledQuerySet
 from .operations import Operations, OperationsQuerySet
 from .retryable import Retryable, RetryableQuerySet
 
 
 class JobQuerySet(
-    RetryableQuerySet, OperationsQuerySet, CancellableQuerySet, ClearableQuerySet, QueueQuerySet
+    RetryableQuerySet,
+    OperationsQuerySet,
+    CancellableQuerySet,
+    ClearableQuerySet,
+    LabelledQuerySet,
+    QueueQuerySet,
 ):
     """``Job.objects``: the operations API on any queryset of jobs (``retry_all()``,
     ``discard_all()``, ``dispatch_all_now()``, ``release_all()``, ``cancel_all()``,
-    ``clear_finished_in_batches()``), each in batches with a bounded number of queries.
+    ``clear_finished_in_batches()``), each in batches with a bounded number of queries,
+    and ``labelled(all=..., any=...)``, the label filter.
     """
 
     def finished(self) -> JobQuerySet:
@@ -45,7 +55,7 @@ class JobQuerySet(
         return self.select_related(*states.relations(), "claimed_execution__process")
 
 
-class Job(EditableJob, Retryable, Operations, Cancellable, Executable, QueueModel):
+class Job(EditableJob, Retryable, Operations, Cancellable, Executable, Annotated, QueueModel):
     """One task invocation, kept as a single row for its whole life."""
 
     queue_name = models.CharField(_("queue"), max_length=255)
@@ -101,6 +111,15 @@ class Job(EditableJob, Retryable, Operations, Cancellable, Executable, QueueMode
     trace_context = models.JSONField(_("trace context"), null=True, blank=True)
     # When someone asked to cancel the job (Job.cancel()); it ends as cancelled.
     cancel_requested_at = models.DateTimeField(_("cancel requested at"), null=True, blank=True)
+    # The job's labels (steady_queue.labels), in order; JobLabel indexes them for
+    # labelled(). The database's default too, for rows bulk-loaded by SQL of their own.
+    labels = models.JSONField(
+        _("labels"), default=list, blank=True, db_default=Value([], models.JSONField())
+    )
+    # What the running task stored with steady_queue.context.set_metadata: a JSON object.
+    metadata = models.JSONField(
+        _("metadata"), default=dict, blank=True, db_default=Value({}, models.JSONField())
+    )
     created_at = models.DateTimeField(_("enqueued at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -184,6 +203,7 @@ class Job(EditableJob, Retryable, Operations, Cancellable, Executable, QueueMode
             unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
             rate_limit_key=declared_rate.key_for(task, args, kwargs) if declared_rate else "",
             fairness_key=declared_fair.key_for(task, args, kwargs) if declared_fair else "",
+            labels=labels_for(task.module_path),
         )
 
 

@@ -8,6 +8,7 @@ from django.utils import timezone
 from ... import db
 from ...compat import TaskResultStatus
 from .. import fair_share, states
+from ..label import JobLabel
 from .concurrency_controls import ConcurrencyControls
 from .pausable import Pausable
 from .rate_limited import RateLimited
@@ -39,6 +40,7 @@ class Executable(UniqueJobs, RateLimited, Pausable, ConcurrencyControls):
             job.pk, job._state.adding = None, True
         with db.atomic():
             created = cls.objects.bulk_create(jobs)
+            JobLabel.insert_for(created)
             cls.prepare_all_for_execution(created)
         return created
 

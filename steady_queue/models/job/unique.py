@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from ... import db
 from ...task_options import uniqueness
+from ..label import JobLabel
 from ..unique_lock import LostRace, UniqueLock
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class UniqueJobs:
         if not jobs:
             return  # only duplicates: nothing is written
         cls.objects.bulk_create(jobs)  # first: a lock row points at its job
+        JobLabel.insert_for(jobs)
         UniqueLock.take_all([job for job in jobs if job.unique_key], expired, now)
         cls.prepare_all_for_execution(jobs)
 

@@ -8,7 +8,9 @@ INSERT takes its ids as one consecutive block (``LAST_INSERT_ID()`` the first, i
 order) when InnoDB's auto-increment lock mode is "consecutive" (0 or 1: MariaDB's
 default, not MySQL 8's); the ready rows are those of the block, and the counts are
 checked before the COMMIT. With interleaved ids (mode 2) many jobs take the portable
-path.
+path. A job's labels go into the label index (``JobLabel``) in the same round trip,
+between its INSERT and its ready row's (the label table has no auto-increment column:
+``LAST_INSERT_ID()`` is still the job's there).
 
 The values are converted here, column by column, as Django's ``get_db_prep_save``
 would: JSON dumped, aware datetimes made naive in the connection's time zone.
@@ -28,7 +30,7 @@ from django.db.models import DateTimeField, Field, ForeignKey, JSONField
 from django.utils import timezone
 
 from ... import db
-from ...models import Job, ReadyExecution
+from ...models import Job, JobLabel, ReadyExecution
 from ...models.execution import READY_COPIED_FIELDS
 from ..sql import columns, table
 from . import script
@@ -47,8 +49,15 @@ def enqueue_ready(job: Job) -> None:
     connection, now = db.connection(), timezone.now()
     values = _row(job, now, _converters())
     ready_at = connection.ops.adapt_datetimefield_value(now)
+    labels = [(_labels_of_one_sql(len(job.labels)), job.labels)] if job.labels else []
     results = script.run(
-        [START, (_insert_sql(1), values), (_ready_sql(), [*_copied(job), ready_at]), COMMIT]
+        [
+            START,
+            (_insert_sql(1), values),
+            *labels,
+            (_ready_sql(), [*_copied(job), ready_at]),
+            COMMIT,
+        ]
     )
     job.pk = results[1].lastrowid
     job._state.adding, job._state.db = False, db.alias()
@@ -69,8 +78,10 @@ def enqueue_all_ready(jobs: list[Job]) -> bool:
         for start in range(0, len(jobs), CHUNK):
             chunk = jobs[start : start + CHUNK]
             values = [value for job in chunk for value in _row(job, now, converters)]
+            labelled = [(offset, label) for offset, j in enumerate(chunk) for label in j.labels]
             statements = [
                 (_insert_sql(len(chunk)), values),
+                *_labels_of_block(labelled),
                 (_ready_of_block_sql(), [ready_at, len(chunk) - 1]),
             ]
             if step is None:  # the first round trip begins the transaction
@@ -78,7 +89,7 @@ def enqueue_all_ready(jobs: list[Job]) -> bool:
             results = script.run(statements)
             if step is None:
                 step = results[1].rows[0][0]
-            inserted, ready = results[-2:]
+            inserted, ready = results[-3 if labelled else -2], results[-1]
             if not inserted.rowcount == ready.rowcount == len(chunk):
                 raise _NotConsecutive
             first_ids.append(inserted.lastrowid)
@@ -194,6 +205,23 @@ def _ready_sql() -> str:
     return (
         f"INSERT INTO {table(ReadyExecution)} ({READY_COLUMNS}) VALUES (LAST_INSERT_ID(), {params})"
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _labels_of_one_sql(count: int) -> str:
+    # LAST_INSERT_ID(): the job's id, as for its ready row.
+    rows = ", ".join(["(%s, LAST_INSERT_ID())"] * count)
+    return f"INSERT INTO {table(JobLabel)} (label, job_id) VALUES {rows}"
+
+
+def _labels_of_block(labelled: list[tuple[int, str]]) -> list[tuple[str, list]]:
+    """The label rows of a block's jobs (``(offset in the block, label)``), ids computed
+    as the ready rows' are: the first id, then one every @@auto_increment_increment."""
+    if not labelled:
+        return []
+    rows = ", ".join(["(%s, LAST_INSERT_ID() + %s * @@auto_increment_increment)"] * len(labelled))
+    sql = f"INSERT INTO {table(JobLabel)} (label, job_id) VALUES {rows}"
+    return [(sql, [value for offset, label in labelled for value in (label, offset)])]
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """Enqueue on PostgreSQL: due, unlimited jobs with their ready executions, notified.
 
 One job is one statement (a data-modifying CTE); many are copied with COPY in one
-transaction. Scheduled, concurrency-limited and unique jobs take the ORM path.
+transaction. A job's labels go into the label index (``JobLabel``) in that same
+statement, or copy. Scheduled, concurrency-limited and unique jobs take the ORM path.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Field
 
 from ... import db
-from ...models import Job, ReadyExecution
+from ...models import Job, JobLabel, ReadyExecution
 from ...models.execution import READY_COPIED_FIELDS
 from .. import notify
 from ..sql import columns, table
@@ -31,8 +32,9 @@ def enqueue_ready(job: Job, now: datetime) -> None:
     connection = db.connection()
     fields = _job_fields()
     values = [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
+    labels = [job.labels] if job.labels else []
     with connection.cursor() as cursor:
-        cursor.execute(_enqueue_sql(), [*values, now, notify.READY_CHANNEL])
+        cursor.execute(_enqueue_sql(bool(labels)), [*values, now, *labels, notify.READY_CHANNEL])
         job.pk = cursor.fetchone()[0]
     job._state.adding, job._state.db = False, db.alias()
 
@@ -45,13 +47,20 @@ def _job_fields() -> tuple[Field, ...]:
 
 
 @functools.cache
-def _enqueue_sql() -> str:
+def _enqueue_sql(labelled: bool) -> str:
     fields, copied = _job_fields(), ", ".join(READY_COPIED_FIELDS)
+    # A labelled job's rows in the label index: one per element of the array given.
+    labels = (
+        f", labels AS (INSERT INTO {table(JobLabel)} (label, job_id) "
+        "SELECT unnest(%s::varchar[]), id FROM job)"
+        if labelled
+        else ""
+    )
     return (
         f"WITH job AS (INSERT INTO {table(Job)} ({columns(fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, {copied}), "
         f"ready AS (INSERT INTO {table(ReadyExecution)} ({READY_COLUMNS}) "
-        f"SELECT id, {copied}, %s FROM job) "
+        f"SELECT id, {copied}, %s FROM job){labels} "
         "SELECT id, pg_notify(%s, queue_name) FROM job"
     )
 
@@ -77,6 +86,9 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
         copied = operator.attrgetter(*READY_COPIED_FIELDS)  # more than one: a tuple
         ready = ((job.pk, *copied(job), now) for job in jobs)
         _copy(cursor, ReadyExecution, READY_COLUMNS.split(", "), ready)
+        if any(job.labels for job in jobs):
+            labelled = ((label, pk) for pk, label in JobLabel.rows_for(jobs))
+            _copy(cursor, JobLabel, ["label", "job_id"], labelled)
     for job in jobs:
         job._state.adding, job._state.db = False, db.alias()
 

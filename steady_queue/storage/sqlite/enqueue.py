@@ -1,9 +1,10 @@
 """Enqueue on SQLite: due, unlimited jobs and their ready executions, in multi-row INSERTs.
 
 The jobs go in one ``INSERT ... RETURNING id`` (several when SQLite's limit on
-parameters needs it), their ready rows in another, inside the caller's write
-transaction; the rows are built straight from the fields (``values``), without the
-ORM's ``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
+parameters needs it), their ready rows in another (and their labels' rows in the label
+index in a third, when they have any), inside the caller's write transaction; the
+rows are built straight from the fields (``values``), without the ORM's
+``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
 path. Nobody is told: SQLite's idle workers watch the database's files.
 """
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Field
 
 from ... import db
-from ...models import Job, ReadyExecution
+from ...models import Job, JobLabel, ReadyExecution
 from ...models.execution import READY_COPIED_FIELDS
 from ..sql import columns, table
 from .claim import by_name, chunks, max_rows, named
@@ -48,6 +49,9 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
         ]
         for chunk in chunks(ready, max_rows(connection, len(READY_COLUMNS))):
             _insert(cursor, _insert_ready_sql(len(chunk)), chunk)
+        labelled = [[label, pk] for job, pk in zip(jobs, ids, strict=True) for label in job.labels]
+        for chunk in chunks(labelled, max_rows(connection, 2)):
+            _insert(cursor, _insert_labels_sql(len(chunk)), chunk)
     for job, pk in zip(jobs, ids, strict=True):
         job.pk = pk
         job._state.adding, job._state.db = False, db.alias()
@@ -85,6 +89,12 @@ def _insert_ready_sql(count: int) -> str:
     row = f"({', '.join(['%s'] * len(READY_COLUMNS))})"
     into = f"{table(ReadyExecution)} ({', '.join(READY_COLUMNS)})"
     return _as_run(f"INSERT INTO {into} VALUES {', '.join([row] * count)}", count)
+
+
+@functools.lru_cache(maxsize=32)
+def _insert_labels_sql(count: int) -> str:
+    into = f"{table(JobLabel)} (label, job_id)"
+    return _as_run(f"INSERT INTO {into} VALUES {', '.join(['(%s, %s)'] * count)}", count)
 
 
 def _as_run(sql: str, count: int) -> str:
