@@ -144,7 +144,7 @@ class JobEditForm(CallForm):
         try:
             adapter.routed_task(task, data["queue_name"], data["priority"], None)
         except Exception as exc:  # the backend's InvalidTask, a ValueError
-            self.add_error(_field_of_refusal(str(exc), self.fields), str(exc))
+            self.add_error(adapter.field_of(str(exc), self.fields), str(exc))
 
     def changes(self) -> dict[str, Any]:
         """The keywords of ``Job.edit``: only what differs from the job's values."""
@@ -244,7 +244,7 @@ class NewJobForm(forms.Form):
         except Refusal as exc:
             self.add_error(exc.field if exc.field in self.fields else None, str(exc))
         except Exception as exc:  # the backend's InvalidTask (queue, priority, run_after)
-            self.add_error(_field_of_refusal(str(exc), self.fields), str(exc))
+            self.add_error(adapter.field_of(str(exc), self.fields), str(exc))
         return data
 
     def facts(self) -> dict[str, Any]:
@@ -400,18 +400,6 @@ def _marked(shown: tuple[str, str]) -> tuple[str, str]:
     if before == after:
         return before, f"{after} ({_('a masked value changed')})"
     return before, after
-
-
-def _field_of_refusal(message: str, fields) -> str | None:
-    lowered = message.lower()
-    for word, field in (
-        ("priority", "priority"),
-        ("queue", "queue_name"),
-        ("run_after", "run_after"),
-    ):
-        if word in lowered and field in fields:
-            return field
-    return None
 
 
 def _same_minute(new: datetime, old: datetime | None) -> bool:

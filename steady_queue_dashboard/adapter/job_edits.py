@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import IntegrityError
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
 from steady_queue import arguments
-from steady_queue.compat import Task
-from steady_queue.exceptions import JobStateError, UniqueKeyConflict
+from steady_queue.compat import InvalidTask, Task
+from steady_queue.exceptions import CANCELLED_CLASS, JobStateError, UniqueKeyConflict
 from steady_queue.models import Job, RecurringTask
 from steady_queue.models.job.editable import EDITABLE
 from steady_queue.ops import audit as ops_audit
@@ -232,29 +233,26 @@ def _engine(call):
         raise Refusal(str(exc), field="args") from exc
     except JobStateError as exc:  # JobNotEditable among them: the job's state forbids it
         raise Refusal(str(exc)) from exc
-    except (TypeError, ValueError, LookupError) as exc:  # the arguments, priority or queue
-        raise Refusal(str(exc), field=_field_of(str(exc))) from exc
-    except Exception as exc:
-        if type(exc).__name__ in ("InvalidTask", "IntegrityError"):
-            raise Refusal(str(exc), field=_field_of(str(exc))) from exc
+    # Enqueue's own errors: the arguments (SerializationError, a TypeError), the queue,
+    # priority or run_after (InvalidTask), a key function that raised on the arguments.
+    except (InvalidTask, TypeError, ValueError, LookupError, IntegrityError) as exc:
+        raise Refusal(str(exc), field=field_of(str(exc))) from exc
+    except Exception as exc:  # the task's own code (a key function): a message, not a 500
         logger.exception("A job change from the dashboard failed")
         raise Refusal(f"{type(exc).__name__}: {exc}") from exc
 
 
-def _field_of(message: str) -> str | None:
+def field_of(message: str, fields=None) -> str | None:
+    """The form field an engine's message is about (None: the whole form, or a field
+    the form does not have)."""
     lowered = message.lower()
-    for word, field in (
-        ("priority", "priority"),
-        ("queue", "queue_name"),
-        ("run_after", "run_after"),
-    ):
-        if word in lowered:
-            return field
-    return "args" if "argument" in lowered or "serializ" in lowered else None
+    words = (("priority", "priority"), ("queue", "queue_name"), ("run_after", "run_after"))
+    field = next((field for word, field in words if word in lowered), None)
+    if field is None and ("argument" in lowered or "serializ" in lowered):
+        field = "args"
+    return field if fields is None or field in fields else None
 
 
 def _cancelled(job: Job) -> bool:
-    from steady_queue.exceptions import CANCELLED_CLASS
-
     failed = getattr(job, "failed_execution", None)
     return failed is not None and failed.exception_class == CANCELLED_CLASS

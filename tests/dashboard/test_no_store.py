@@ -62,7 +62,15 @@ def _more_pages() -> dict[str, str]:
         "errors": reverse(name + "error-groups"),
         "job log": reverse(name + "job-logs", args=[_a_job()]),
         "job stack": reverse(name + "job-stack-answer", args=[_a_job(), 1]),
+        "new job": reverse(name + "job-new"),
+        "edit job": reverse(name + "job-edit", args=[_a_job()]),
+        "retry job with changes": reverse(name + "job-retry-changed", args=[_failed_job()]),
+        "duplicate job": reverse(name + "job-duplicate", args=[_a_job()]),
     }
+
+
+def _failed_job() -> int:
+    return Job.objects.filter(failed_execution__isnull=False).values_list("pk", flat=True)[0]
 
 
 def _a_job() -> int:

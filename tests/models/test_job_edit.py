@@ -353,6 +353,17 @@ def test_a_paused_job_edited_stays_paused_then_runs_with_its_new_values():
     assert tasks.CALLS == [((9,), {})]
 
 
+def test_a_waiting_workflow_step_edited_runs_with_its_new_values_once_its_turn_comes():
+    step = make("waiting")
+    job(step).edit(args=[20], priority=2)
+    assert state(step) == "waiting"
+    run_ready_jobs()
+    step.refresh()
+    assert step.status == "SUCCESSFUL"
+    assert step.return_value == 20
+    assert job(step).priority == 2
+
+
 # -- Failed jobs and retry(args=...) ----------------------------------------------------
 
 
@@ -446,6 +457,19 @@ def test_duplicate_with_new_arguments_checks_them_as_enqueue_does():
     with pytest.raises(SerializationError):
         job(result).duplicate(args=[object()])
     assert Job.objects.count() == 2
+
+
+@pytest.mark.django_db(databases=["default", "billing"])
+def test_duplicate_keeps_the_backend_and_its_queue_database():
+    from steady_queue import db
+
+    result = tasks.add.using(backend="billing").enqueue(1, 2)
+    with db.using_alias("billing"):
+        copy = Job.objects.get(pk=result.id).duplicate(args=[3, 4])
+    assert copy.backend == "billing"
+    copied = Job.objects.using("billing").get(pk=copy.id)
+    assert (copied.backend, copied.arguments["args"]) == ("billing", [3, 4])
+    assert not Job.objects.using("default").exists()
 
 
 def test_duplicate_of_a_unique_job_gets_the_holder_as_enqueue_would():

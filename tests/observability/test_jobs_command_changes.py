@@ -195,3 +195,22 @@ def test_edit_with_backend_acts_on_that_queue_database():
     assert error.returncode == 1
     jobs("edit", result.id, "--args", "[3, 4]", "--backend", "billing", "--yes")
     assert Job.objects.using("billing").get().arguments["args"] == [3, 4]
+
+
+@pytest.fixture
+def no_audit_log():
+    """As without the dashboard app: nobody records the changes."""
+    from steady_queue.ops.audit import operation_performed
+    from steady_queue_dashboard.audit import record_operation
+
+    uid = "steady_queue_dashboard.audit.operations"
+    operation_performed.disconnect(dispatch_uid=uid)
+    yield
+    operation_performed.connect(record_operation, dispatch_uid=uid)
+
+
+def test_without_the_dashboard_the_edit_runs_and_says_no_entry_was_written(ready, no_audit_log):
+    lines = jobs("edit", ready, "--priority", "2", "--yes")
+    assert lines[-1] == "The dashboard app is not installed: no audit entry was written."
+    assert Job.objects.get(pk=ready).priority == 2
+    assert not AuditEntry.objects.exists()

@@ -181,13 +181,19 @@ class EditableJob:
     def _edit_in_transaction(self, request: _Request, *, only_failed: bool) -> dict:
         from ..execution import BlockedExecution
 
-        with db.atomic():
-            current, state = _lock_for_edit(self, only_failed)
-            fresh = request.job_for(current)
-            changes = _changes(current, fresh)
-            hand_on = _apply(current, fresh, state) if changes else None
-            if only_failed:
-                type(self).objects.filter(pk=self.pk).retry_all()
+        def once() -> tuple[Job, dict, str | None]:
+            with db.atomic():
+                current, state = _lock_for_edit(self, only_failed)
+                fresh = request.job_for(current)
+                changes = _changes(current, fresh)
+                hand_on = _apply(current, fresh, state) if changes else None
+                if only_failed:
+                    type(self).objects.filter(pk=self.pk).retry_all()
+            return current, changes, hand_on
+
+        # InnoDB may pick the edit as a deadlock victim (semaphores, rate limit windows):
+        # its transaction rolled back whole, it is run again from the start.
+        current, changes, hand_on = db.retry_deadlocks(once)
         if hand_on:
             # As a discard gives a slot back: after the commit (maintenance catches up).
             BlockedExecution.release_one(hand_on)
