@@ -99,7 +99,16 @@ def merged(first: Iterable[str], then: Iterable[str]) -> tuple[str, ...]:
 
 
 def checked(names: Iterable[object]) -> tuple[str, ...]:
-    """``names`` without duplicates, once each is known to be a label; else ``InvalidLabels``."""
+    """A job's labels: ``names`` without duplicates, each a label, at most ``MAX_LABELS``;
+    else ``InvalidLabels``."""
+    unique = each_checked(names)
+    if len(unique) > MAX_LABELS:
+        raise InvalidLabels(f"A job has at most {MAX_LABELS} labels, not {len(unique)}.")
+    return unique
+
+
+def each_checked(names: Iterable[object]) -> tuple[str, ...]:
+    """``names`` without duplicates, once each is known to be a label (however many)."""
     names = list(names)
     for name in names:
         if not isinstance(name, str) or not name:
@@ -108,7 +117,4 @@ def checked(names: Iterable[object]) -> tuple[str, ...]:
             raise InvalidLabels(
                 f"A label has at most {MAX_LENGTH} characters; {name[:20]!r}... has {len(name)}."
             )
-    unique = tuple(dict.fromkeys(names))
-    if len(unique) > MAX_LABELS:
-        raise InvalidLabels(f"A job has at most {MAX_LABELS} labels, not {len(unique)}.")
-    return unique
+    return tuple(dict.fromkeys(names))
