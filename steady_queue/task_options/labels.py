@@ -39,6 +39,11 @@ _static: TaskOptions[tuple[str, ...]] = TaskOptions()
 _active: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "steady_queue_labels", default=()
 )
+# The tokens of the blocks open in this context, innermost last: a block's exit resets
+# its own, so one labels() object may be entered by several threads at once.
+_entered: contextvars.ContextVar[tuple[contextvars.Token, ...]] = contextvars.ContextVar(
+    "steady_queue_label_blocks", default=()
+)
 
 
 class labels:  # a decorator and a context manager: named as a function
@@ -52,7 +57,6 @@ class labels:  # a decorator and a context manager: named as a function
 
     def __init__(self, *names: str):
         self.names = checked(names)
-        self._tokens: list[contextvars.Token] = []
 
     def __call__(self, task: Task) -> Task:
         if not isinstance(task, Task):
@@ -61,11 +65,14 @@ class labels:  # a decorator and a context manager: named as a function
         return task
 
     def __enter__(self) -> labels:
-        self._tokens.append(_active.set(merged(_active.get(), self.names)))
+        token = _active.set(merged(_active.get(), self.names))
+        _entered.set((*_entered.get(), token))
         return self
 
     def __exit__(self, *exc_info) -> None:
-        _active.reset(self._tokens.pop())
+        *outer, token = _entered.get()
+        _entered.set(tuple(outer))
+        _active.reset(token)
 
     def __repr__(self) -> str:
         return f"labels({', '.join(map(repr, self.names))})"
@@ -92,7 +99,16 @@ def merged(first: Iterable[str], then: Iterable[str]) -> tuple[str, ...]:
 
 
 def checked(names: Iterable[object]) -> tuple[str, ...]:
-    """``names`` without duplicates, once each is known to be a label; else ``InvalidLabels``."""
+    """A job's labels: ``names`` without duplicates, each a label, at most ``MAX_LABELS``;
+    else ``InvalidLabels``."""
+    unique = each_checked(names)
+    if len(unique) > MAX_LABELS:
+        raise InvalidLabels(f"A job has at most {MAX_LABELS} labels, not {len(unique)}.")
+    return unique
+
+
+def each_checked(names: Iterable[object]) -> tuple[str, ...]:
+    """``names`` without duplicates, once each is known to be a label (however many)."""
     names = list(names)
     for name in names:
         if not isinstance(name, str) or not name:
@@ -101,7 +117,4 @@ def checked(names: Iterable[object]) -> tuple[str, ...]:
             raise InvalidLabels(
                 f"A label has at most {MAX_LENGTH} characters; {name[:20]!r}... has {len(name)}."
             )
-    unique = tuple(dict.fromkeys(names))
-    if len(unique) > MAX_LABELS:
-        raise InvalidLabels(f"A job has at most {MAX_LABELS} labels, not {len(unique)}.")
-    return unique
+    return tuple(dict.fromkeys(names))

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from steady_queue import storage
-from steady_queue.exceptions import InvalidLabels
+from steady_queue.exceptions import CANCELLED_CLASS, InvalidLabels
 from steady_queue.labels import labels
 from steady_queue.models import Job, JobLabel
 from tests.tasks import labelled as t
@@ -138,3 +138,13 @@ def test_labelled_equals_the_same_filter_in_python(sets, every, some):
     }
     assert found(Job.objects.labelled(all=every, any=some)) == expected
     assert Job.objects.labelled(all=every, any=some).count() == len(expected)
+
+
+def test_bulk_operations_act_exactly_on_the_filtered_jobs(jobs):
+    assert Job.objects.labelled(all=["a", "b"]).discard_all() == 1
+    assert found(Job.objects.all()) == set(jobs.values()) - {jobs["ab"]}
+    assert not JobLabel.objects.filter(job_id=jobs["ab"]).exists()
+    assert Job.objects.labelled(any=["b"]).cancel_all() == 1
+    cancelled = Job.objects.with_execution().get(pk=jobs["bc"])
+    assert cancelled.failed_execution.exception_class == CANCELLED_CLASS
+    assert Job.objects.with_execution().get(pk=jobs["a"]).state == "ready"

@@ -97,6 +97,36 @@ def test_each_thread_sees_only_its_own_blocks():
     assert active_labels() == ()
 
 
+def test_one_labels_object_shared_by_threads_opens_a_block_in_each():
+    shared = labels("shared")
+    barrier = threading.Barrier(2)
+    seen: dict[str, tuple[str, ...]] = {}
+    errors: list[BaseException] = []
+
+    def work(name: str) -> None:
+        try:
+            with labels(f"thread:{name}"), shared:
+                barrier.wait(5)  # both inside the shared block at once
+                seen[name] = active_labels()
+                barrier.wait(5)
+            seen[f"{name} after"] = active_labels()
+        except BaseException as exc:  # an exit resetting the other thread's token
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == []
+    assert seen == {
+        "a": ("thread:a", "shared"),
+        "b": ("thread:b", "shared"),
+        "a after": (),
+        "b after": (),
+    }
+
+
 def test_each_asyncio_task_sees_only_its_own_blocks():
     async def one(name: str) -> tuple[str, ...]:
         with labels(f"task:{name}"):

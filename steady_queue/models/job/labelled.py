@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...task_options.labels import checked
+from ...task_options.labels import checked, each_checked
 from ..base import QueueQuerySet
 
 
@@ -24,14 +24,16 @@ class LabelledQuerySet(QueueQuerySet):
         """Jobs carrying every label of ``all`` and at least one label of ``any``.
 
         Either may be left out (``any=[]`` adds no condition); both given, both hold.
-        Composes with every other filter. A label that is not a non-empty string of at
-        most 100 characters raises ``InvalidLabels``.
+        Composes with every other filter; each job appears once. A label that is not a
+        non-empty string of at most 100 characters raises ``InvalidLabels``, and so do
+        more than 20 labels in ``all`` (no job carries that many); ``any`` may name any
+        number. A string instead of a list raises ``TypeError``.
         """
         from ..label import JobLabel
 
         if isinstance(all, str) or isinstance(any, str):
             raise TypeError("labelled(all=..., any=...) takes a list of labels, not a string.")
-        every, some = checked(all), checked_any(any)
+        every, some = checked(all), each_checked(any)
         narrowed = self
         for label in every:
             narrowed = narrowed.filter(pk__in=JobLabel.objects.filter(label=label).values("job_id"))
@@ -40,15 +42,3 @@ class LabelledQuerySet(QueueQuerySet):
                 pk__in=JobLabel.objects.filter(label__in=some).values("job_id")
             )
         return narrowed
-
-
-def checked_any(labels: Iterable[str]) -> tuple[str, ...]:
-    """The labels of ``any``: each checked, as many as asked (a filter, not a job's list)."""
-    labels = list(labels)
-    return tuple(dict.fromkeys(label for chunk in _chunks(labels) for label in checked(chunk)))
-
-
-def _chunks(labels: list[str]) -> Iterable[list[str]]:
-    # checked() counts a job's labels; a filter's ``any`` may name more than a job has.
-    for start in range(0, len(labels), 20):
-        yield labels[start : start + 20]
