@@ -20,8 +20,9 @@ LABEL_MODE = "label_mode"
 ALL, ANY = "all", "any"
 MODES = [(ALL, _("all of them")), (ANY, _("any of them"))]
 # A job holds at most MAX_LABELS labels of at most MAX_LENGTH characters (the engine
-# refuses more): a filter beyond these bounds could match nothing, so it is refused with a
-# clear error rather than sent to the database as a query with a thousand terms.
+# refuses more). The filter takes as many, in either mode: with "all" more could match
+# nothing, and with "any" the bound keeps a pasted list of a thousand labels from becoming
+# a query with a thousand terms; beyond it, a clear error.
 
 
 class LabelsInput(forms.Widget):
@@ -70,7 +71,7 @@ class LabelsField(forms.Field):
         super().validate(value)
         if len(value) > MAX_LABELS:
             raise ValidationError(
-                _("Filter by at most %(max)s labels (a job has no more)."),
+                _("Filter by at most %(max)s labels."),
                 code="max_labels",
                 params={"max": MAX_LABELS},
             )
