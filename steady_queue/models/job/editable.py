@@ -25,6 +25,7 @@ from django.utils.module_loading import import_string
 from ... import arguments, db
 from ...compat import InvalidTask, Task, TaskResult, task_backends
 from ...exceptions import CANCELLED_CLASS, JobNotEditable, UniqueKeyConflict
+from ...task_options import labels as job_labels
 from .. import states
 
 if TYPE_CHECKING:
@@ -49,9 +50,11 @@ EDITED_FIELDS = (
     "concurrency_key",
     "unique_key",
     "rate_limit_key",
+    "fairness_key",
+    "labels",
 )
 #: What the audit log keeps of an edit (the keys follow from these, and may hold secrets).
-AUDITED_FIELDS = ("arguments", "queue_name", "priority", "scheduled_at")
+AUDITED_FIELDS = ("arguments", "queue_name", "priority", "scheduled_at", "labels")
 #: Jobs not started that an edit sends through the executions again, as an enqueue would.
 REQUEUED = (states.READY, states.SCHEDULED, states.BLOCKED, states.THROTTLED, states.PAUSED)
 #: Jobs that keep their execution (a workflow step waiting on others; a failed job,
@@ -73,8 +76,9 @@ class EditableJob:
         priority: int | None = KEEP,
         queue_name: str | None = KEEP,
         run_after: datetime | timedelta | None = KEEP,
+        labels: Sequence[str] | None = KEEP,
     ) -> dict[str, tuple[Any, Any]]:
-        """Change this job's arguments, priority, queue or time to run; return the changes.
+        """Change this job's arguments, priority, queue, time to run or labels; return the changes.
 
         Each keyword left out (or None, but ``run_after``) keeps its value; ``run_after=None``
         makes the job due now. Only a job that has not started (ready, scheduled, blocked,
@@ -82,13 +86,15 @@ class EditableJob:
         worker is claiming it, ``JobNotEditable`` is raised and nothing changes. The values
         are checked as ``enqueue()`` checks them (``InvalidTask``, ``SerializationError``,
         ``UniqueKeyError``...), and a unique key another job holds raises
-        ``UniqueKeyConflict``. A failed job stays failed: retry it (or ``retry(args=...)``).
+        ``UniqueKeyConflict``; ``labels`` replace the job's labels, checked as
+        ``labels()`` checks them (``InvalidLabels``). A failed job stays failed: retry it
+        (or ``retry(args=...)``).
 
         Returns ``{field: (before, after)}`` of the columns that changed (the task's keys
         included); an edit that changes nothing writes nothing.
         """
         changes = self._edit_in_transaction(
-            _Request(args, kwargs, priority, queue_name, run_after), only_failed=False
+            _Request(args, kwargs, priority, queue_name, run_after, labels), only_failed=False
         )
         if changes:
             _announce_edit(self, "edit", changes)
@@ -102,12 +108,13 @@ class EditableJob:
         priority: int | None = KEEP,
         queue_name: str | None = KEEP,
         run_after: datetime | timedelta | None = KEEP,
+        labels: Sequence[str] | None = KEEP,
     ) -> dict[str, tuple[Any, Any]]:
         """What ``edit()`` with the same keywords would change, checked the same way;
         writes nothing (a dry run, the diff a form shows before it is confirmed)."""
         current = _reload(self)
         _check_state(current, _state_of(current))
-        fresh = _Request(args, kwargs, priority, queue_name, run_after).job_for(current)
+        fresh = _Request(args, kwargs, priority, queue_name, run_after, labels).job_for(current)
         return _changes(current, fresh)
 
     def retry(
@@ -137,8 +144,10 @@ class EditableJob:
         task's duplicate may get the job that holds its key).
         """
         task, call_args, call_kwargs = self._duplicate_call(args, kwargs)
-        result = task.enqueue(*call_args, **call_kwargs)
-        _copy_labels(self, result.id)
+        # Enqueued inside a block of the original's labels: every enqueue path writes them
+        # (the row's list and the indexed label rows), as for any labelled enqueue.
+        with job_labels.labels(*self.labels):
+            result = task.enqueue(*call_args, **call_kwargs)
         after = {"job": int(result.id), "arguments": arguments.serialize(call_args, call_kwargs)}
         from ...ops import audit
 
@@ -166,7 +175,8 @@ class EditableJob:
 
         task, call_args, call_kwargs = self._duplicate_call(args, kwargs)
         backend = task_backends[task.backend]
-        return Job.for_task_call(task, call_args, call_kwargs, backend=backend)
+        with job_labels.labels(*self.labels):
+            return Job.for_task_call(task, call_args, call_kwargs, backend=backend)
 
     def _duplicate_call(self, args, kwargs) -> tuple[Task, list, dict]:
         task = dataclasses.replace(
@@ -213,6 +223,7 @@ class _Request:
     priority: Any = KEEP
     queue_name: Any = KEEP
     run_after: Any = KEEP
+    labels: Any = KEEP
 
     def job_for(self, current: Job) -> Job:
         """The unsaved job ``enqueue()`` would build for ``current`` with these values."""
@@ -226,7 +237,13 @@ class _Request:
             run_after=current.scheduled_at if self.run_after is KEEP else self.run_after,
         )
         args, kwargs = _arguments(current, _given(self.args, None), _given(self.kwargs, None))
-        return Job.for_task_call(task, args, kwargs, backend=task_backends[current.backend])
+        fresh = Job.for_task_call(task, args, kwargs, backend=task_backends[current.backend])
+        # The labels the job has (an enqueue's blocks are long gone), or those given.
+        given = _given(self.labels, None)
+        if isinstance(given, str):
+            raise TypeError("labels must be a list of labels, not one string.")
+        fresh.labels = list(current.labels if given is None else job_labels.checked(given))
+        return fresh
 
 
 def _given(value: Any, default: Any) -> Any:
@@ -334,6 +351,8 @@ def _apply(job: Job, fresh: Job, state: str) -> str | None:
     for field in EDITED_FIELDS:
         setattr(job, field, getattr(fresh, field))
     job.save(update_fields=[*EDITED_FIELDS, "updated_at"])
+    if old["labels"] != job.labels:
+        _replace_label_rows(job)
     if old["unique_key"] != job.unique_key:
         _move_unique_lock(job, state, keep_key=state != states.FAILED)
     model = states.get(state).model
@@ -375,24 +394,12 @@ def _move_unique_lock(job: Job, state: str, *, keep_key: bool) -> None:
         )
 
 
-def _copy_labels(source: Job, copy_id: str) -> None:
-    """Give a duplicate its original's labels, where jobs have a ``labels`` column.
+def _replace_label_rows(job: Job) -> None:
+    """The indexed label rows of ``job`` (``labelled()`` reads them) as its new list."""
+    from ..label import JobLabel
 
-    Written on the new row rather than enqueued in a labels block: the models import
-    nothing above them. A copy that already has labels (a unique key's holder, or the
-    task's own) keeps them.
-    """
-    if not any(field.name == "labels" for field in type(source)._meta.concrete_fields):
-        return
-    found = getattr(source, "labels", None)
-    if not found:
-        return
-    # Where the copy was enqueued: its backend's queue database.
-    with db.using_alias(task_backends[source.backend].database):
-        copies = type(source).objects.filter(pk=int(copy_id))
-        for copy in copies.only("pk", "labels"):
-            if not copy.labels:
-                copies.update(labels=list(found))
+    JobLabel.objects.filter(job_id=job.pk).delete()
+    JobLabel.insert_for([job])
 
 
 def _announce_edit(job: Job, action: str, changes: dict) -> None:
