@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import FloatField, Model, Q, QuerySet
 
 # The URL parameters holding cursors: named apart from every filter (a date filter is
 # called "after"), so that paging never reads as filtering, and a form that carries a
@@ -139,9 +139,12 @@ class Keyset:
         return queryset if values is None else queryset.filter(_beyond(self.ordering, values))
 
     def _to_python(self, term: str, value: Any) -> Any:
-        if not isinstance(value, (str, int)) or isinstance(value, bool):
-            raise ValidationError("A cursor holds strings and integers only.")
+        # Floats: a ready job's fair_order (finite: json refuses NaN and Infinity above).
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ValidationError("A cursor holds strings and numbers only.")
         field = _field(self.queryset.model, term.lstrip("-"))
+        if isinstance(value, float) and not isinstance(field, FloatField):
+            raise ValidationError("Only a float column's cursor value is a float.")
         python = field.to_python(value)
         if python is None:
             raise ValidationError("A cursor holds no nulls.")

@@ -78,3 +78,49 @@ def claim_all_of(count: int) -> list:
     for _ in range(count):
         claimed += [execution.job for execution in claim(["*"], 1, None)]
     return claimed
+
+
+def test_keys_that_arrive_again_and_again_do_not_starve_a_backlog(fair):
+    """Two tenants each enqueue their next job as their last one is claimed (chained
+    jobs). Had a key that arrives started at V itself, the two would hold V, taking
+    turns below k's next tag, and k would never be claimed again."""
+    from steady_queue.fairness import set_weight
+
+    set_weight("m", 2, task=fair.by_tenant)
+    enqueue_tenant(fair.by_tenant, "k", 3)
+    enqueue_tenant(fair.by_tenant, "m", 2)
+    assert keys(claim_all_of(2)) == ["k", "m"]
+    enqueue_tenant(fair.by_tenant, "j", 1)
+
+    seen = []
+    for _ in range(6):
+        (job,) = claim_all_of(1)
+        seen.append(job.fairness_key)
+        if job.fairness_key in ("j", "m"):
+            enqueue_tenant(fair.by_tenant, job.fairness_key, 1)
+
+    assert "k" in seen[:2]
+    assert seen.count("k") == 2
+
+
+def test_the_portable_claim_takes_the_same_order(fair):
+    from steady_queue.models import ReadyExecution
+
+    enqueue_tenant(fair.by_tenant, "A", 5)
+    enqueue_tenant(fair.by_tenant, "B", 2)
+
+    claimed = []
+    while batch := ReadyExecution.claim(["*"], 1, None):
+        claimed += [execution.job.fairness_key for execution in batch]
+
+    assert claimed == ["A", "B", "A", "B", "A", "A", "A"]
+
+
+def test_a_claim_of_several_exact_queues_keeps_each_queues_fair_order(fair):
+    enqueue_tenant(fair.by_tenant, "A", 4)
+    enqueue_tenant(fair.by_tenant, "B", 2)
+    enqueue_tenant(fair.elsewhere, "C", 1)
+
+    claimed = claim_all(limit=1, queues=("default", "other"))
+
+    assert keys(claimed) == ["A", "B", "A", "B", "A", "A", "C"]  # the queues in order
