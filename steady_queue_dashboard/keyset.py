@@ -139,8 +139,9 @@ class Keyset:
         return queryset if values is None else queryset.filter(_beyond(self.ordering, values))
 
     def _to_python(self, term: str, value: Any) -> Any:
-        if not isinstance(value, (str, int)) or isinstance(value, bool):
-            raise ValidationError("A cursor holds strings and integers only.")
+        # Floats: a ready job's fair_order (finite: json refuses NaN and Infinity above).
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ValidationError("A cursor holds strings and numbers only.")
         field = _field(self.queryset.model, term.lstrip("-"))
         python = field.to_python(value)
         if python is None:

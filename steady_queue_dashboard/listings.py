@@ -73,8 +73,13 @@ LISTINGS: dict[str, Listing] = {
         Listing(
             status=states.READY,
             label=_("Ready"),
-            # The workers' poll order: (priority DESC, job_id), served by the sq_poll_* indexes.
-            ordering=("-ready_execution__priority", "ready_execution__job_id"),
+            # The workers' poll order (POLL_ORDER: priority DESC, fair_order, job_id), served
+            # by the sq_poll_* indexes. fair_order is 0 for all while no @fair task is in use.
+            ordering=(
+                "-ready_execution__priority",
+                "ready_execution__fair_order",
+                "ready_execution__job_id",
+            ),
             time_field="created_at",
             time_label=_("Enqueued"),
             queue_field="ready_execution__queue_name",

@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 
 #: The share of a step by which a key that arrives goes before the backlogs' next step.
 HEAD_START = 2**-10
-#: Groups read per statement (six parameters each).
+#: Groups read per statement (five parameters each).
 GROUPS_PER_STATEMENT = 100
+#: Keys whose weights are read per query.
+KEYS_PER_QUERY = 500
 
 Group = tuple[str, int, str]  # queue name, priority, fairness key
 
@@ -139,14 +141,18 @@ def effective_weight(task_path: str, key: str) -> int:
 
 
 def _overrides(pairs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    keys = {key for _, key in pairs}
-    if not keys:
-        return {}
+    keys = sorted({key for _, key in pairs})
     tasks = {task for task, _ in pairs} | {ALL_TASKS}
-    rows = FairWeight.objects.filter(key__in=keys, task_path__in=tasks)
-    return {
-        (task, key): weight for task, key, weight in rows.values_list("task_path", "key", "weight")
-    }
+    found = {}
+    # A bulk enqueue of many tenants: a query per KEYS_PER_QUERY keys (SQLite's limit).
+    for start in range(0, len(keys), KEYS_PER_QUERY):
+        chunk = keys[start : start + KEYS_PER_QUERY]
+        rows = FairWeight.objects.filter(key__in=chunk, task_path__in=tasks)
+        found.update(
+            ((task, key), weight)
+            for task, key, weight in rows.values_list("task_path", "key", "weight")
+        )
+    return found
 
 
 def override_weight(key: str, task_path: str, weight: int | None) -> int:

@@ -78,3 +78,26 @@ def claim_all_of(count: int) -> list:
     for _ in range(count):
         claimed += [execution.job for execution in claim(["*"], 1, None)]
     return claimed
+
+
+def test_keys_that_arrive_again_and_again_do_not_starve_a_backlog(fair):
+    """Two tenants each enqueue their next job as their last one is claimed (chained
+    jobs). Had a key that arrives started at V itself, the two would hold V, taking
+    turns below k's next tag, and k would never be claimed again."""
+    from steady_queue.fairness import set_weight
+
+    set_weight("m", 2, task=fair.by_tenant)
+    enqueue_tenant(fair.by_tenant, "k", 3)
+    enqueue_tenant(fair.by_tenant, "m", 2)
+    assert keys(claim_all_of(2)) == ["k", "m"]
+    enqueue_tenant(fair.by_tenant, "j", 1)
+
+    seen = []
+    for _ in range(6):
+        (job,) = claim_all_of(1)
+        seen.append(job.fairness_key)
+        if job.fairness_key in ("j", "m"):
+            enqueue_tenant(fair.by_tenant, job.fairness_key, 1)
+
+    assert "k" in seen[:2]
+    assert seen.count("k") == 2

@@ -91,3 +91,16 @@ if TASK_TAKES_OPTIONS:
     @task(fairness=Fairness(key=lambda tenant, n=0: tenant, weight=3))
     def declared_in_task(tenant: str, n: int = 0) -> int:
         return n
+
+
+@fair(key=lambda tenant, log_path, label: tenant)
+@task()
+def stamped(tenant: str, log_path: str, label: str) -> str:
+    """Record when the run started (as the task sees it), then work for 20 ms."""
+    import time
+
+    from tests.tasks.processes import append
+
+    append(log_path, f"start {tenant}-{label} {time.time()!r}")
+    time.sleep(0.02)
+    return label
