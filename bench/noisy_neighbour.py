@@ -59,6 +59,9 @@ def main() -> int:
         f"{options.rounds} round(s)",
         flush=True,
     )
+    if options.only_saturation:
+        _saturation(options)
+        return 0
     figures: dict[str, dict[str, list[float]]] = {mode: {} for mode in MODES}
     for number in range(options.rounds):
         for mode in MODES if number % 2 == 0 else reversed(MODES):
@@ -317,6 +320,7 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    parser.add_argument("--only-saturation", action="store_true", help="the 1:2:4 run alone")
     options = parser.parse_args()
     if options.smoke:
         options.jobs, options.rounds, options.baseline = 300, 1, 1.0

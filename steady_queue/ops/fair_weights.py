@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from django.core.management.base import CommandError
 
-from .. import fairness
 from ..models import FairWeight
 from ..models.fair_weight import ALL_TASKS
 from ..task_options.fairness import fairness_for
 from . import audit, backends
+from .fair_share import clear_weight, set_weight
 
 if TYPE_CHECKING:
     from django.core.management.base import BaseCommand
@@ -72,7 +72,7 @@ def _set(command, key: str, weight: int, task, where: str, current, really: bool
             f"(now: {now}).\nNothing was changed. Run again with --yes to set it."
         )
         return
-    moved = fairness.set_weight(key, weight, task=task)
+    moved = set_weight(key, weight, task=task)
     _done(command, f"Fairness key {key} now weighs {weight} in {where} (was: {now}).", moved)
 
 
@@ -87,7 +87,7 @@ def _clear(command, key: str, task, where: str, current, really: bool) -> None:
             "Nothing was changed. Run again with --yes to clear it."
         )
         return
-    moved = fairness.clear_weight(key, task=task)
+    moved = clear_weight(key, task=task)
     message = (
         f"Fairness key {key} weighs what its task declares again in {where} "
         f"(was: {current.weight})."
