@@ -53,15 +53,15 @@ def main() -> int:
 
     database.prepare(options.db, options.name)
     print(f"{system.description()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if options.only_saturation:
+        _saturation(options)
+        return 0
     print(
         f"A: {options.jobs:,} jobs of {options.work * 1000:g} ms at once; B-E: one job each "
         f"every {options.interval * 1000:g} ms; workers {options.config}; "
         f"{options.rounds} round(s)",
         flush=True,
     )
-    if options.only_saturation:
-        _saturation(options)
-        return 0
     figures: dict[str, dict[str, list[float]]] = {mode: {} for mode in MODES}
     for number in range(options.rounds):
         for mode in MODES if number % 2 == 0 else reversed(MODES):
