@@ -56,7 +56,7 @@ def _check(key: str | None, value: str | None, task: str | None, clearing: bool)
         if value is not None:
             _refuse("weight KEY --clear takes no weight.")
         return
-    if value is None or not value.strip().isdigit() or not 1 <= int(value) <= MAX_WEIGHT:
+    if value is None or not value.strip().isdecimal() or not 1 <= int(value) <= MAX_WEIGHT:
         _refuse(f"A weight is a whole number from 1 to {MAX_WEIGHT:,}, not {value!r}.")
 
 
