@@ -17,7 +17,7 @@ runs while:
 2. flood: tenant A enqueues ``--jobs`` jobs at once (``enqueue_all`` in chunks of
    5,000), then B-E enqueue as before until A's backlog is drained.
 
-Figures per mode: B-E pickup latency p50/p95/p99 (the job's first line minus its
+Figures per mode: the time A's ``enqueue_all`` calls took, B-E pickup latency p50/p95/p99 (the job's first line minus its
 enqueue), the empty-queue p95, A's throughput (its jobs / the span of their runs) and the
 total drain rate (every job of the flood / from the first start to the last end); the
 median of ``--rounds`` rounds. Then one saturation run: tenants X, Y and Z of
@@ -93,12 +93,13 @@ def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
         _wait_until_finished(options.timeout)
         began = time.time()
         flood = _flood(task, options)
+        enqueue_seconds = time.time() - began
         stream = _Trickle(task, options)
         stream.start()
         _wait_until_finished(options.timeout, ids=flood)
         stream.stop()
         _wait_until_finished(options.timeout)
-    return _figures(baseline, began)
+    return {**_figures(baseline, began), "A enqueue s": enqueue_seconds}
 
 
 def _flood(task, options: argparse.Namespace) -> tuple[int, int]:
