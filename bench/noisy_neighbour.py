@@ -23,8 +23,8 @@ throughput (its jobs / the span of their runs) and the total drain rate (every j
 the flood / from the first start to the last end); the median of ``--rounds`` rounds.
 Then one saturation run: tenants X, Y and Z of ``weighted`` (weights 1:2:4) with
 backlogs in proportion (``--saturation`` jobs for X), and the shares of starts each got
-in every ``--window``-second window while all three still had jobs waiting. The database (``--name``, default sq_bench_noisy) is dropped
-and created again.
+in every ``--window``-second window while all three still had jobs waiting. The
+database (``--name``, default sq_bench_noisy) is dropped and created again.
 """
 
 from __future__ import annotations
