@@ -101,3 +101,26 @@ def test_keys_that_arrive_again_and_again_do_not_starve_a_backlog(fair):
 
     assert "k" in seen[:2]
     assert seen.count("k") == 2
+
+
+def test_the_portable_claim_takes_the_same_order(fair):
+    from steady_queue.models import ReadyExecution
+
+    enqueue_tenant(fair.by_tenant, "A", 5)
+    enqueue_tenant(fair.by_tenant, "B", 2)
+
+    claimed = []
+    while batch := ReadyExecution.claim(["*"], 1, None):
+        claimed += [execution.job.fairness_key for execution in batch]
+
+    assert claimed == ["A", "B", "A", "B", "A", "A", "A"]
+
+
+def test_a_claim_of_several_exact_queues_keeps_each_queues_fair_order(fair):
+    enqueue_tenant(fair.by_tenant, "A", 4)
+    enqueue_tenant(fair.by_tenant, "B", 2)
+    enqueue_tenant(fair.elsewhere, "C", 1)
+
+    claimed = claim_all(limit=1, queues=("default", "other"))
+
+    assert keys(claimed) == ["A", "B", "A", "B", "A", "A", "C"]  # the queues in order

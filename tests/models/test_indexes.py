@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from steady_queue.models import Job, ReadyExecution
+from steady_queue.models import Job, ReadyExecution, fair_share
 from steady_queue.models.execution import POLL_ORDER
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,6 +37,13 @@ def _analyze() -> str:
     }[connection.vendor]
 
 
+def _raw_plan(sql: str, params: list) -> str:
+    explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+    with connection.cursor() as cursor:
+        cursor.execute(explain + sql, params)
+        return "\n".join(" ".join(str(value) for value in row) for row in cursor.fetchall())
+
+
 def _plan(queryset) -> str:
     return queryset.explain()
 
@@ -66,3 +73,11 @@ def test_poll_queries_use_their_index_without_sorting():
     top = list(_poll())
     highest = ReadyExecution.objects.filter(priority=3).order_by("job_id")
     assert top == list(highest.values_list("job_id", flat=True)[:10])
+
+    # Fair share's tags: V and a key's last tag are each one index look-up (no scan).
+    plan = _raw_plan(*fair_share._bounds_sql([("q2", 1, ""), ("q3", -2, "tenant")]))
+    if connection.vendor == "mysql":
+        assert "ALL" not in plan and "filesort" not in plan.lower(), plan
+    else:
+        assert "sq_poll_by_queue" in plan and "sq_ready_fair_key" in plan, plan
+        assert "Seq Scan" not in plan and "Sort" not in plan, plan

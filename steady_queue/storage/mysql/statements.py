@@ -106,7 +106,9 @@ def claiming(
 
     def read(results: list[script.Result]) -> list[ClaimedExecution]:
         jobs = script.jobs_from_rows(results[len(statements) - 1].rows)
-        ordered = sorted(jobs.values(), key=lambda job: (-job.priority, job.pk))  # POLL_ORDER
+        # The batch was taken in POLL_ORDER; its jobs start together, handed to threads
+        # by priority then id (fair_order is not read back: they start at the same time).
+        ordered = sorted(jobs.values(), key=lambda job: (-job.priority, job.pk))
         return [ClaimedExecution.claimed_for(job, process, now) for job in ordered]
 
     return statements, read

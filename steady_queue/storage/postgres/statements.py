@@ -125,4 +125,6 @@ def jobs_from_rows(rows: list[tuple]) -> list[Job]:
         for index, field, converter in converters:
             values[index] = converter(values[index], field, connection)
         jobs.append(Job.from_db(db.alias(), names, values))
-    return sorted(jobs, key=lambda job: (-job.priority, job.pk))  # POLL_ORDER
+    # The batch was taken in POLL_ORDER; its jobs start together, handed to threads
+    # by priority then id (fair_order is not read back: they start at the same time).
+    return sorted(jobs, key=lambda job: (-job.priority, job.pk))
