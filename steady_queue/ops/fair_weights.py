@@ -45,6 +45,13 @@ def run(command: BaseCommand, key: str | None, value: str | None, options: dict)
         _set(command, key, int(value), task, where, current, really)
 
 
+def list_weights(command: BaseCommand) -> None:
+    """The weights set at runtime, after the queues (nothing when none is)."""
+    for row in FairWeight.objects.order_by("key", "task_path"):
+        where = f"task {row.task_path}" if row.task_path else "every fair task"
+        command.stdout.write(f"Fairness key {row.key} weighs {row.weight} in {where}.")
+
+
 def _check(key: str | None, value: str | None, task: str | None, clearing: bool) -> None:
     if not key:
         _refuse("weight needs a fairness key: weight KEY WEIGHT, or weight KEY --clear.")
