@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import FloatField, Model, Q, QuerySet
 
 # The URL parameters holding cursors: named apart from every filter (a date filter is
 # called "after"), so that paging never reads as filtering, and a form that carries a
@@ -143,6 +143,8 @@ class Keyset:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ValidationError("A cursor holds strings and numbers only.")
         field = _field(self.queryset.model, term.lstrip("-"))
+        if isinstance(value, float) and not isinstance(field, FloatField):
+            raise ValidationError("Only a float column's cursor value is a float.")
         python = field.to_python(value)
         if python is None:
             raise ValidationError("A cursor holds no nulls.")

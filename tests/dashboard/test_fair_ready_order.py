@@ -33,3 +33,15 @@ def test_ready_pages_follow_the_fair_order_every_row_once(admin_client, monkeypa
 
     assert seen == expected
     assert sorted(expected) != expected  # the fair order is not the job ids'
+
+
+def test_a_cursor_holds_a_float_only_for_the_fair_order():
+    from steady_queue.models import Job
+    from steady_queue_dashboard.keyset import Keyset
+    from steady_queue_dashboard.listings import LISTINGS
+
+    keyset = Keyset(Job.objects.all(), LISTINGS["ready"].ordering)
+
+    assert keyset.decode(keyset.encode([0, 0.5, 3])) == [0, 0.5, 3]
+    assert keyset.decode(keyset.encode([0, 0.5, 3.5])) is None
+    assert keyset.decode(keyset.encode([0.5, 0.5, 3])) is None
