@@ -17,14 +17,14 @@ runs while:
 2. flood: tenant A enqueues ``--jobs`` jobs at once (``enqueue_all`` in chunks of
    5,000), then B-E enqueue as before until A's backlog is drained.
 
-Figures per mode: B-E pickup latency p50/p95/p99 (the job's first line minus its
-enqueue), the empty-queue p95, A's throughput (its jobs / the span of their runs) and the
-total drain rate (every job of the flood / from the first start to the last end); the
-median of ``--rounds`` rounds. Then one saturation run: tenants X, Y and Z of
-``weighted`` (weights 1:2:4) with backlogs in proportion (``--saturation`` jobs for X),
-and the shares of starts each got in every ``--window``-second window while all three
-still had jobs waiting. The database (``--name``, default sq_bench_noisy) is dropped
-and created again.
+Figures per mode: the time A's ``enqueue_all`` calls took, B-E pickup latency
+p50/p95/p99 (the job's first line minus its enqueue), the empty-queue p95, A's
+throughput (its jobs / the span of their runs) and the total drain rate (every job of
+the flood / from the first start to the last end); the median of ``--rounds`` rounds.
+Then one saturation run: tenants X, Y and Z of ``weighted`` (weights 1:2:4) with
+backlogs in proportion (``--saturation`` jobs for X), and the shares of starts each got
+in every ``--window``-second window while all three still had jobs waiting. The
+database (``--name``, default sq_bench_noisy) is dropped and created again.
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ def main() -> int:
 
     database.prepare(options.db, options.name)
     print(f"{system.description()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if options.only_saturation:
+        _saturation(options)
+        return 0
     print(
         f"A: {options.jobs:,} jobs of {options.work * 1000:g} ms at once; B-E: one job each "
         f"every {options.interval * 1000:g} ms; workers {options.config}; "
@@ -90,12 +93,13 @@ def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
         _wait_until_finished(options.timeout)
         began = time.time()
         flood = _flood(task, options)
+        enqueue_seconds = time.time() - began
         stream = _Trickle(task, options)
         stream.start()
         _wait_until_finished(options.timeout, ids=flood)
         stream.stop()
         _wait_until_finished(options.timeout)
-    return _figures(baseline, began)
+    return {**_figures(baseline, began), "A enqueue s": enqueue_seconds}
 
 
 def _flood(task, options: argparse.Namespace) -> tuple[int, int]:
@@ -317,6 +321,7 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    parser.add_argument("--only-saturation", action="store_true", help="the 1:2:4 run alone")
     options = parser.parse_args()
     if options.smoke:
         options.jobs, options.rounds, options.baseline = 300, 1, 1.0

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from django.core.management.base import CommandError
 
-from .. import fairness
 from ..models import FairWeight
 from ..models.fair_weight import ALL_TASKS
 from ..task_options.fairness import fairness_for
 from . import audit, backends
+from .fair_share import clear_weight, set_weight
 
 if TYPE_CHECKING:
     from django.core.management.base import BaseCommand
@@ -45,6 +45,13 @@ def run(command: BaseCommand, key: str | None, value: str | None, options: dict)
         _set(command, key, int(value), task, where, current, really)
 
 
+def list_weights(command: BaseCommand) -> None:
+    """The weights set at runtime, after the queues (nothing when none is)."""
+    for row in FairWeight.objects.order_by("key", "task_path"):
+        where = f"task {row.task_path}" if row.task_path else "every fair task"
+        command.stdout.write(f"Fairness key {row.key} weighs {row.weight} in {where}.")
+
+
 def _check(key: str | None, value: str | None, task: str | None, clearing: bool) -> None:
     if not key:
         _refuse("weight needs a fairness key: weight KEY WEIGHT, or weight KEY --clear.")
@@ -56,7 +63,7 @@ def _check(key: str | None, value: str | None, task: str | None, clearing: bool)
         if value is not None:
             _refuse("weight KEY --clear takes no weight.")
         return
-    if value is None or not value.strip().isdigit() or not 1 <= int(value) <= MAX_WEIGHT:
+    if value is None or not value.strip().isdecimal() or not 1 <= int(value) <= MAX_WEIGHT:
         _refuse(f"A weight is a whole number from 1 to {MAX_WEIGHT:,}, not {value!r}.")
 
 
@@ -72,7 +79,7 @@ def _set(command, key: str, weight: int, task, where: str, current, really: bool
             f"(now: {now}).\nNothing was changed. Run again with --yes to set it."
         )
         return
-    moved = fairness.set_weight(key, weight, task=task)
+    moved = set_weight(key, weight, task=task)
     _done(command, f"Fairness key {key} now weighs {weight} in {where} (was: {now}).", moved)
 
 
@@ -87,7 +94,7 @@ def _clear(command, key: str, task, where: str, current, really: bool) -> None:
             "Nothing was changed. Run again with --yes to clear it."
         )
         return
-    moved = fairness.clear_weight(key, task=task)
+    moved = clear_weight(key, task=task)
     message = (
         f"Fairness key {key} weighs what its task declares again in {where} "
         f"(was: {current.weight})."

@@ -250,3 +250,17 @@ def test_the_tasks_page_shows_each_fair_tasks_keys_pickup_latency(
     rows = dict(re.findall(r'<tr data-fair-latency="([^"]+)">(.*?)</tr>', html, re.DOTALL))
     assert set(rows) == {f"{WEIGHTED} gold", f"{WEIGHTED} silver", f"{WEIGHTED} bronze"}
     assert "2.0 s" in rows[f"{WEIGHTED} gold"] or "2 s" in rows[f"{WEIGHTED} gold"]
+
+
+def test_shares_are_of_the_newest_runs_when_there_are_more(admin_client, tenants, monkeypatch):
+    import sys
+
+    module = sys.modules["steady_queue_dashboard.adapter.fair_share"]  # the package's
+    # fair_share attribute is the function of that name
+    run_ready_jobs()
+    fair_ops.weighted.enqueue("gold")
+    monkeypatch.setattr(module, "RUN_SAMPLE", 4)
+    share = module.fair_share("beta_one")
+    assert (share.runs, share.runs_capped) == (4, True)
+    html = admin_client.get(url("queue-detail", "beta_one")).content.decode()
+    assert "Run shares are of the newest 4 runs of the last hour." in html

@@ -133,8 +133,9 @@ def snapshot() -> tuple:
 
 
 @pytest.fixture
-def world(db):
+def world(db, fair_share):
     jobs = make_jobs()
+    fair_share.by_tenant.enqueue("acme")  # a queue page with its Fair share panel
     Pause.objects.create(queue_name="mail/pause")
     pause_task(plain_tasks.echo)  # a row on the paused list too
     plain_tasks.echo.enqueue("paused")

@@ -60,6 +60,11 @@ def test_a_weight_for_every_task_and_its_change():
         "0 ready jobs moved."
     )
     assert FairWeight.objects.get(task_path="").weight == 5
+    set_weight("globex", 7, task=WEIGHTED)
+    assert queues("list").lines[-2:] == [
+        "Fairness key acme weighs 5 in every fair task.",
+        f"Fairness key globex weighs 7 in task {WEIGHTED}.",
+    ]
 
 
 def test_clearing_is_a_dry_run_until_yes_then_audited():

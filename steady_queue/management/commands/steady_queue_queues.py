@@ -82,6 +82,7 @@ class Command(BaseCommand):
             state = "paused" if queue.is_paused else "running"
             self.stdout.write(f"{queue.name:<24} {queue.size:>9,} {latency:>9}  {state}")
         task_pauses.list_paused(self)
+        fair_weights.list_weights(self)
 
     def _pause(self, queue: Queue, really: bool) -> None:
         if queue.is_paused:
