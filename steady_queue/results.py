@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from django.dispatch import receiver
-from django.utils.module_loading import import_string
 
 import steady_queue
 
@@ -30,17 +29,13 @@ from .compat import (
 from .models import Job
 from .models.attempt import Attempt
 from .models.execution.claimed_lifecycle import failed_by_crash
+from .models.job.editable import declared_task
 from .observability import log
 
 
 def task_for(job: Job) -> Task:
     """Rebuild the Task a job was enqueued with, from its import path and stored options."""
-    try:
-        task = import_string(job.task_path)
-    except ImportError as exc:
-        raise InvalidTask(f"Task {job.task_path!r} of job {job.pk} cannot be imported.") from exc
-    if not isinstance(task, Task):
-        raise InvalidTask(f"{job.task_path!r} of job {job.pk} is not a Task.")
+    task = declared_task(job)
     options = (job.priority, job.queue_name, job.backend, job.scheduled_at)
     if options == (task.priority, task.queue_name, task.backend, task.run_after):
         return task  # enqueued as declared: using() would only copy and validate it again

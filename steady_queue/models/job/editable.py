@@ -180,7 +180,7 @@ class EditableJob:
 
     def _duplicate_call(self, args, kwargs) -> tuple[Task, list, dict]:
         task = dataclasses.replace(
-            _task_of(self),
+            declared_task(self),
             queue_name=self.queue_name,
             priority=self.priority,
             backend=self.backend,
@@ -230,7 +230,7 @@ class _Request:
         from . import Job
 
         task = dataclasses.replace(
-            _task_of(current),
+            declared_task(current),
             queue_name=_given(self.queue_name, current.queue_name),
             priority=_given(self.priority, current.priority),
             backend=current.backend,
@@ -269,7 +269,9 @@ def _arguments(job: Job, args, kwargs) -> tuple[list, dict]:
     return list(args), dict(kwargs)
 
 
-def _task_of(job: Job) -> Task:
+def declared_task(job: Job) -> Task:
+    """The task ``job`` was enqueued for, as declared (``InvalidTask`` if it is gone);
+    ``results.task_for`` rebuilds a run's task from it."""
     try:
         task = import_string(job.task_path)
     except ImportError as exc:
