@@ -127,6 +127,17 @@ class JobEditForm(CallForm):
         widget=LOCAL_TIME,
         help_text=_("In your time zone; empty keeps the job's own."),
     )
+    labels = forms.CharField(
+        label=_("Labels"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("One label per line; checked as the engine checks labels."),
+    )
+
+    def clean_labels(self) -> list[str]:
+        # One a line (a label may hold commas and spaces); blank lines are no label.
+        text = self.cleaned_data.get("labels") or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -161,6 +172,9 @@ class JobEditForm(CallForm):
             changed["queue_name"] = data["queue_name"]
         if data.get("run_after") and not _same_minute(data["run_after"], before.run_after):
             changed["run_after"] = data["run_after"]
+        # A post without the field (not this form's page) leaves the labels alone.
+        if "labels" in self.data and data["labels"] != before.labels:
+            changed["labels"] = data["labels"]
         return changed
 
     def diff(self) -> list[Change]:
@@ -172,6 +186,10 @@ class JobEditForm(CallForm):
         if "run_after" in changed:
             rows.append(
                 Change(str(_("Run after")), _when(before.run_after), _when(changed["run_after"]))
+            )
+        if "labels" in changed:
+            rows.append(
+                Change(str(_("Labels")), ", ".join(before.labels), ", ".join(changed["labels"]))
             )
         return rows
 

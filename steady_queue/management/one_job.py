@@ -26,9 +26,9 @@ ONE_JOB_ACTIONS = ("edit", "duplicate", "enqueue")
 REFUSED = 1
 # The options each action takes besides --args/--kwargs (the others are refused).
 _TAKES = {
-    "edit": {"priority", "queue", "run_after"},
+    "edit": {"priority", "queue", "run_after", "labels"},
     "duplicate": set(),
-    "enqueue": {"priority", "queue", "run_after"},
+    "enqueue": {"priority", "queue", "run_after", "labels"},
 }
 
 
@@ -54,6 +54,11 @@ def add_one_job_arguments(parser) -> None:
         "--run-after",
         metavar="ISO",
         help="edit, enqueue: when it is due, ISO 8601 with an offset, or 'now'.",
+    )
+    parser.add_argument(
+        "--labels",
+        metavar="JSON",
+        help="edit: the job's labels instead of its own; enqueue: its labels (a JSON list).",
     )
 
 
@@ -86,7 +91,11 @@ class OneJob:
         ]
         if options["force"]:
             refused.append("force")
-        given = {"priority": options["priority"], "run_after": options["run_after"]}
+        given = {
+            "priority": options["priority"],
+            "run_after": options["run_after"],
+            "labels": options["labels"],
+        }
         given["queue"] = options["queue"][-1] if options["queue"] else None
         refused += [name for name, value in given.items() if value is not None]
         refused = [name for name in refused if name not in _TAKES[action]]
@@ -105,8 +114,8 @@ class OneJob:
         job = job_changes.job(_job_id(subject))
         if not values.given():
             raise job_changes.ChangeError(
-                "edit needs something to change: --args, --kwargs, --priority, --queue "
-                "or --run-after."
+                "edit needs something to change: --args, --kwargs, --priority, --queue, "
+                "--run-after or --labels."
             )
         if not yes:
             changes = job_changes.preview_edit(job, values)
@@ -182,7 +191,7 @@ class OneJob:
 
     def _planned(self, job: Job) -> None:
         self._out(f"  task: {job.task_path}")
-        for field in ("arguments", "queue_name", "priority", "scheduled_at"):
+        for field in ("arguments", "queue_name", "priority", "scheduled_at", "labels"):
             self._out(f"  {field}: {job_changes.shown(getattr(job, field))}")
 
     def _audited(self, written: bool) -> None:

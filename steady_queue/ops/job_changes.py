@@ -19,9 +19,10 @@ from django.utils.module_loading import import_string
 
 from .. import arguments
 from ..compat import InvalidTask, Task, TaskResult, task_backends
-from ..exceptions import JobNotEditable, RateLimitKeyError, UniqueKeyError
+from ..exceptions import InvalidLabels, JobNotEditable, RateLimitKeyError, UniqueKeyError
 from ..models import Job
 from ..models.job.editable import KEEP
+from ..task_options.labels import labels as labels_block
 
 #: What the engine raises for a value enqueue() refuses: bad input, not a bad state.
 REFUSED_VALUES = (
@@ -30,6 +31,7 @@ REFUSED_VALUES = (
     arguments.DeserializationError,
     UniqueKeyError,
     RateLimitKeyError,
+    InvalidLabels,
 )
 
 
@@ -51,6 +53,7 @@ class Values:
     priority: Any = KEEP
     queue_name: Any = KEEP
     run_after: Any = KEEP
+    labels: Any = KEEP
 
     @classmethod
     def parse(
@@ -61,6 +64,7 @@ class Values:
         priority: int | None = None,
         queue: str | None = None,
         run_after: str | None = None,
+        labels: str | None = None,
     ) -> Values:
         """Read the command's options; ChangeError names the one that is wrong."""
         return cls(
@@ -69,6 +73,7 @@ class Values:
             priority=KEEP if priority is None else priority,
             queue_name=KEEP if queue is None else queue,
             run_after=KEEP if run_after is None else _moment(run_after),
+            labels=KEEP if labels is None else _json(labels, "--labels", list, "a JSON list"),
         )
 
     def given(self) -> dict[str, Any]:
@@ -175,13 +180,13 @@ def with_options(found: Task, values: Values, backend: str | None) -> Task:
 def planned_enqueue(found: Task, values: Values) -> Job:
     """The unsaved job ``enqueue`` would write, checked as enqueue checks it."""
     args, kwargs = values.call()
-    with _refusals():
+    with _refusals(), labels_block(*_or(values.labels, [])):
         return Job.for_task_call(found, args, kwargs, backend=task_backends[found.backend])
 
 
 def enqueue(found: Task, values: Values) -> TaskResult:
     args, kwargs = values.call()
-    with _refusals():
+    with _refusals(), labels_block(*_or(values.labels, [])):
         return found.enqueue(*args, **kwargs)
 
 

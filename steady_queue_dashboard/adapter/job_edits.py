@@ -13,7 +13,7 @@ import hashlib
 import inspect
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -46,19 +46,22 @@ class Refusal(Exception):
 
 @dataclass(frozen=True)
 class Values:
-    """What an edit can change of a job: its call, priority, queue and due time."""
+    """What an edit can change of a job: its call, priority, queue, due time and labels."""
 
     args: list
     kwargs: dict
     priority: int
     queue_name: str
     run_after: datetime | None
+    labels: list = field(default_factory=list)
 
 
 def values_of(job: Job) -> Values:
     """The job's current values, arguments as the task receives them (raw, not masked)."""
     args, kwargs = arguments.display(job.arguments)
-    return Values(list(args), dict(kwargs), job.priority, job.queue_name, job.scheduled_at)
+    return Values(
+        list(args), dict(kwargs), job.priority, job.queue_name, job.scheduled_at, list(job.labels)
+    )
 
 
 def fingerprint(job: Job) -> str:
@@ -75,6 +78,7 @@ def fingerprint(job: Job) -> str:
         job.queue_name,
         job.scheduled_at,
         job.updated_at,
+        job.labels,
         len(job.attempts or []),
         failed.pk if failed is not None else None,
     ]
@@ -246,7 +250,12 @@ def field_of(message: str, fields=None) -> str | None:
     """The form field an engine's message is about (None: the whole form, or a field
     the form does not have)."""
     lowered = message.lower()
-    words = (("priority", "priority"), ("queue", "queue_name"), ("run_after", "run_after"))
+    words = (
+        ("priority", "priority"),
+        ("queue", "queue_name"),
+        ("run_after", "run_after"),
+        ("label", "labels"),
+    )
     field = next((field for word, field in words if word in lowered), None)
     if field is None and ("argument" in lowered or "serializ" in lowered):
         field = "args"

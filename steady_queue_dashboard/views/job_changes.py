@@ -94,6 +94,7 @@ def _form(action: str, data, job, before: adapter.Values):
             "priority": before.priority,
             "queue_name": before.queue_name,
             "run_after": before.run_after,
+            "labels": "\n".join(before.labels),
         }
     return form
 

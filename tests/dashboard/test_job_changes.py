@@ -542,3 +542,41 @@ def test_a_job_whose_task_is_gone_gets_the_engines_message_on_the_form(editor):
         assert re.search(r'id="change-errors">\s*<p>[^<]*cannot be imported', page), page
         assert 'name="confirm"' not in page
     assert Job.objects.count() == 1 and Job.objects.get().arguments["args"] == [42]
+
+
+def test_edit_changes_the_labels_one_a_line_and_labelled_finds_the_job(editor):
+    from steady_queue.labels import labels
+
+    with labels("tenant:7", "a, b"):
+        job = job_of(tasks.record.enqueue(42))
+    page = editor.get(url("edit", job.pk)).content.decode()
+    assert "tenant:7\na, b</textarea>" in page
+    fields = edit_fields(job, args="[42]", labels="tenant:8\n\na, b\n")
+
+    question = editor.post(url("edit", job.pk), fields)
+
+    assert diff_of(question) == [("Labels", "tenant:7, a, b", "tenant:8, a, b")]
+    editor.post(url("edit", job.pk), {**fields, "confirm": token_of(question)})
+    assert Job.objects.get(pk=job.pk).labels == ["tenant:8", "a, b"]
+    assert list(Job.objects.labelled(all=["tenant:8", "a, b"])) == [Job.objects.get(pk=job.pk)]
+    entry = AuditEntry.objects.get()
+    assert (entry.details["before"]["labels"], entry.details["after"]["labels"]) == (
+        ["tenant:7", "a, b"],
+        ["tenant:8", "a, b"],
+    )
+
+
+def test_labels_the_engine_refuses_are_shown_on_the_field_and_a_post_without_them_keeps_them(
+    editor,
+):
+    from steady_queue.labels import labels
+
+    with labels("tenant:7"):
+        job = job_of(tasks.record.enqueue(42))
+
+    refused = editor.post(url("edit", job.pk), edit_fields(job, args="[42]", labels="x" * 101))
+    assert refused.status_code == 200 and 'id="error-labels"' in refused.content.decode()
+
+    kept = editor.post(url("edit", job.pk), edit_fields(job, args="[43]"))
+    assert [row[0] for row in diff_of(kept)] == ["Arguments"]
+    assert Job.objects.get(pk=job.pk).labels == ["tenant:7"] and not AuditEntry.objects.exists()

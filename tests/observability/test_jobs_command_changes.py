@@ -214,3 +214,27 @@ def test_without_the_dashboard_the_edit_runs_and_says_no_entry_was_written(ready
     assert lines[-1] == "The dashboard app is not installed: no audit entry was written."
     assert Job.objects.get(pk=ready).priority == 2
     assert not AuditEntry.objects.exists()
+
+
+def test_edit_and_enqueue_take_labels_as_a_json_list(ready):
+    lines = jobs("edit", ready, "--labels", '["tenant:7", "urgent"]', "--yes")
+
+    assert f"Job {ready} edited." in lines
+    assert '  labels: [] -> ["tenant:7", "urgent"]' in lines
+    assert list(Job.objects.labelled(all=["tenant:7", "urgent"])) == [Job.objects.get(pk=ready)]
+
+    jobs("enqueue", "tests.tasks.echo", "--args", "[5]", "--labels", '["import-1"]', "--yes")
+    enqueued = Job.objects.labelled(any=["import-1"]).get()
+    assert enqueued.labels == ["import-1"] and enqueued.arguments["args"] == [5]
+
+
+@pytest.mark.parametrize("value", ['"tenant:7"', "[1]", '["' + "x" * 101 + '"]', "[bad"])
+def test_bad_labels_are_refused_and_change_nothing(ready, value):
+    before = everything()
+
+    for action in (("edit", ready), ("enqueue", "tests.tasks.echo")):
+        error = refused(*action, "--labels", value, "--yes")
+        assert "label" in str(error).lower(), error
+
+    assert everything() == before
+    assert not Job.objects.exclude(pk=ready).exists()
