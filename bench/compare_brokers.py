@@ -406,6 +406,49 @@ def restart_postgres() -> None:
     connections.close_all()  # ours was cut too
 
 
+# Memory over many jobs ---------------------------------------------------------------------
+
+
+def memory_growth(worker: Worker, batches: int, size: int, scratch: Path) -> list[float]:
+    """RSS (MB, all the workers' processes) idle after a warm-up of 100 jobs, then after
+    each of ``batches`` drains of ``size`` no-op jobs (enqueued while the workers run)."""
+    clear()
+    path = str(scratch / f"memory-{time.monotonic_ns()}")
+    with running(worker, path) as procs:
+        enqueue(worker.backend, 100, bulk=True)
+        _wait_lines(path, 100, procs, 120)
+        time.sleep(2.0)
+        sizes = [sum(rss(procs))]
+        for batch in range(1, batches + 1):
+            for start in range(0, size, 10_000):
+                enqueue(worker.backend, min(10_000, size - start), bulk=True)
+            _wait_lines(path, 100 + batch * size, procs, 3600)
+            time.sleep(2.0)
+            sizes.append(sum(rss(procs)))
+    return sizes
+
+
+def memory_table(options: argparse.Namespace, cores: int, scratch: Path) -> str:
+    size = options.memory_jobs
+    lines = [
+        f"\nWorker memory over {options.memory_batches} x {size:,} no-op jobs: RSS of all "
+        "the workers' processes, MB, 2 s after each drain\n",
+        "| workers | idle, warmed up | "
+        + " | ".join(f"after {size * (b + 1):,}" for b in range(options.memory_batches))
+        + f" | growth per {size:,} after the first |",
+        f"|---|{'---:|' * (options.memory_batches + 2)}",
+    ]
+    for worker in (
+        steady_queue_worker(options.config),
+        celery_worker("prefork", cores, acks_late=False),
+    ):
+        sizes = memory_growth(worker, options.memory_batches, size, scratch)
+        growth = (sizes[-1] - sizes[1]) / max(1, len(sizes) - 2)
+        cells = " | ".join(f"{mb:.1f}" for mb in sizes)
+        lines.append(f"| {worker.label} | {cells} | {growth:+.1f} |")
+    return "\n".join(lines)
+
+
 # The run ----------------------------------------------------------------------------------
 
 
@@ -464,6 +507,8 @@ def main() -> int:
             print(comparison(options, cores, scratch), flush=True)
         if options.only in (None, "latency"):
             print(latency_table(options, scratch), flush=True)
+        if options.only == "memory":
+            print(memory_table(options, cores, scratch), flush=True)
         if options.restart_redis or options.restart_postgres:
             print(durability_table(options, cores, restart_redis, scratch), flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -654,7 +699,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--db", choices=["sqlite", "postgres", "mysql"], default="postgres")
     parser.add_argument("--name", default="sq_brokers")
     parser.add_argument("--redis-port", type=int, default=6399)
-    parser.add_argument("--only", choices=["table", "latency", "durability"])
+    parser.add_argument("--only", choices=["table", "latency", "durability", "memory"])
+    parser.add_argument("--memory-jobs", type=int, default=100_000, help="--only memory")
+    parser.add_argument("--memory-batches", type=int, default=3, help="--only memory")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs per drain and bulk enqueue")
     parser.add_argument("--single-jobs", type=int, default=2_000)
