@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import os
 import shutil
 import signal
@@ -577,6 +578,14 @@ def comparison(options: argparse.Namespace, cores: int, scratch: Path) -> str:
                     pacer.percentile(samples, p) * 1000,
                     worker.label,
                 )
+        if round_ + 1 < options.rounds:  # the figures so far, should the run be cut short
+            print(_with_best(table, detail, drainers, options, memory, cores), file=sys.stderr)
+    return _with_best(table, detail, drainers, options, memory, cores)
+
+
+def _with_best(table: Table, detail: Table, drainers: dict, options, memory, cores) -> str:
+    """The table with each backend's best drain configuration added, rendered."""
+    table = copy.deepcopy(table)
     for row in list(detail.order):
         for column in BACKENDS:
             names = [n for n, (c, _) in drainers.items() if c == column] or [column]
