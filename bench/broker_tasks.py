@@ -19,5 +19,5 @@ def sleep_tick(seconds: float, number: int = 0):
 
 
 @task()
-def stamp(scheduled: float):
-    sink.record("stamp", repr(scheduled))
+def stamp(scheduled: float, sent: float = 0.0):
+    sink.record("stamp", repr(scheduled), repr(sent))

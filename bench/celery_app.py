@@ -40,5 +40,5 @@ def sleep_tick(seconds: float, number: int = 0) -> None:
 
 
 @app.task(name="bench.stamp")
-def stamp(scheduled: float) -> None:
-    sink.record("stamp", repr(scheduled))
+def stamp(scheduled: float, sent: float = 0.0) -> None:
+    sink.record("stamp", repr(scheduled), repr(sent))

@@ -21,6 +21,7 @@ def sleep_tick(seconds: float, number: int = 0) -> None:
     sink.record("tick", number)
 
 
-def stamp(scheduled: float) -> None:
-    """Pickup latency: the pacer's intended enqueue time, and now (the job's start)."""
-    sink.record("stamp", repr(scheduled))
+def stamp(scheduled: float, sent: float = 0.0) -> None:
+    """Pickup latency: the pacer's due time, when it called enqueue, and now (the
+    job's start)."""
+    sink.record("stamp", repr(scheduled), repr(sent))

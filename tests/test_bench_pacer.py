@@ -105,3 +105,30 @@ def test_the_sink_keeps_every_line_of_several_processes_whole(tmp_path):
     assert sink.count(path) == len(lines) == 1500
     assert sorted(int(fields[1]) for fields in lines) == list(range(1500))
     assert all(fields[0] == "tick" and float(fields[2]) > 0 for fields in lines)
+
+
+def test_producers_share_one_schedule_each_sending_its_own_jobs():
+    """Three producer processes at 300 jobs/s: together, exactly the one producer's due
+    times, each job once."""
+    single = FakeClock()
+    pacer.pace(300, 10, single.send, clock=lambda: single.now, sleep=single.sleep, start=1000.0)
+    shared = []
+    for producer in range(3):
+        clock = FakeClock()
+        pacer.pace(
+            300,
+            10,
+            clock.send,
+            clock=lambda clock=clock: clock.now,
+            sleep=clock.sleep,
+            start=1000.0,
+            producers=3,
+            producer=producer,
+        )
+        shared += [due for due, _ in clock.sent]
+    assert sorted(shared) == pytest.approx([due for due, _ in single.sent])
+
+
+def test_a_producer_index_outside_the_producers_is_refused():
+    with pytest.raises(ValueError, match="producer must be"):
+        pacer.pace(10, 5, lambda due: None, producers=2, producer=2)
