@@ -112,4 +112,8 @@ def _inserted_fields(model) -> list:
     """The columns a bulk insert of ``model`` sends: all but a primary key the database
     makes. A column with a database default that the engine fills itself (the unique
     key) is sent, although Django may mark it as returned."""
-    return [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
+    if model is ReadyExecution:
+        # The FIFO path leaves fair share's columns to their database defaults.
+        fields = [f for f in fields if f.name not in ("fairness_key", "fair_order")]
+    return fields

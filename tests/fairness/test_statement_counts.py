@@ -43,13 +43,14 @@ def test_the_fifo_path_sends_what_it_sent_before_fair_share():
 
     assert count(lambda: tasks.add.enqueue(1, 2)) == single
     assert count(lambda: enqueue_all([(tasks.add, (i, i), {}) for i in range(5)])) == bulk
-    assert count(lambda: enqueue_all([(tasks.add, (i, i), {}) for i in range(50)])) == bulk
+    # 40 jobs: Django 5.2 splits an SQLite INSERT past 999 parameters (43 jobs' rows).
+    assert count(lambda: enqueue_all([(tasks.add, (i, i), {}) for i in range(40)])) == bulk
     assert count(lambda: storage.claim(["*"], 6, None)) == claim
 
 
 def test_with_fair_share_an_enqueue_adds_two_reads_to_the_portable_path(fair):
     assert count(lambda: fair.by_tenant.enqueue("A")) == FAIR_ENQUEUE[connection.vendor]
-    many = [(fair.by_tenant, (f"k{i % 5}",), {"n": i}) for i in range(50)]
+    many = [(fair.by_tenant, (f"k{i % 5}",), {"n": i}) for i in range(40)]
     assert count(lambda: enqueue_all(many)) == FAIR_ENQUEUE[connection.vendor]
 
 

@@ -406,12 +406,13 @@ def queries_for(calls) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["new keys", "keys in the table"])
-def test_enqueue_all_costs_the_same_queries_for_1_or_50_unique_jobs(existing):
+def test_enqueue_all_costs_the_same_queries_for_1_or_40_unique_jobs(existing):
     if existing:
         enqueue_all([(tasks.sync_account, (i,), {}) for i in range(100)])
 
     one = queries_for([(tasks.sync_account, (0,), {})])
-    fifty = queries_for([(tasks.sync_account, (i,), {}) for i in range(1, 51)])
+    # 40: Django 5.2 splits an SQLite INSERT of jobs past 999 parameters (43 jobs).
+    fifty = queries_for([(tasks.sync_account, (i,), {}) for i in range(1, 41)])
     mixed = queries_for(
         [(tasks.sync_account, (i % 60,), {}) for i in range(51, 151)]  # duplicates in the batch
     )
