@@ -20,6 +20,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from . import encryption
+
 TAG = "__sq__"
 
 
@@ -40,7 +42,12 @@ def serialize(args: list | tuple, kwargs: dict) -> dict[str, Any]:
 
 
 def deserialize(stored: dict[str, Any]) -> tuple[list, dict]:
-    """Rebuild ``(args, kwargs)``; raise DeserializationError if that is impossible."""
+    """Rebuild ``(args, kwargs)``; raise DeserializationError if that is impossible.
+
+    Sealed arguments (``steady_queue.encryption``) are opened first: this is where a
+    run reads them, and ``EncryptionKeyMissing`` ends a run whose key is gone.
+    """
+    stored = encryption.opened(stored)
     args = [_load(value) for value in stored.get("args", [])]
     kwargs = {key: _load(value) for key, value in stored.get("kwargs", {}).items()}
     return args, kwargs

@@ -20,6 +20,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from . import encryption
 from .compat import TaskContext
 from .exceptions import JobCancelled, RescheduleJob
 from .runner import cancellation
@@ -48,6 +49,8 @@ def report_progress(context: TaskContext, current: int, total: int, message: str
 
     if not 0 <= current <= total:
         raise ValueError(f"report_progress() needs 0 <= current <= total, not {current}/{total}.")
+    if message and encryption.is_encrypted(context.task_result.task.module_path):
+        message = encryption.seal_text(message)  # text of the task's: kept as its data is
     progress = {"current": current, "total": total, "message": message}
     job_id = int(context.task_result.id)
     stored = Job.objects.filter(pk=job_id, cancel_requested_at__isnull=True).update(

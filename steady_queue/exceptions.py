@@ -194,3 +194,11 @@ class InvalidMetadata(ValueError):
     """Metadata a job cannot keep (``steady_queue.context.set_metadata``): a value that is
     not JSON, or a whole that would pass ``MAX_BYTES`` once serialized. Nothing is written.
     """
+
+
+class EncryptionKeyMissing(Exception):
+    """No key of ``STEADY_QUEUE_ENCRYPTION_KEYS`` opens a job's encrypted data.
+
+    The key it was sealed with was removed from the ring (or the data is corrupt). A run
+    fails with it before its task is called: a job is never run with garbage.
+    """

@@ -16,7 +16,7 @@ from django.dispatch import receiver
 
 import steady_queue
 
-from . import arguments, db, ours
+from . import arguments, db, encryption, ours
 from .compat import (
     InvalidTask,
     Task,
@@ -50,8 +50,12 @@ def task_for(job: Job) -> Task:
 def result_for(
     job: Job, task: Task | None = None, *, status: TaskResultStatus | None = None
 ) -> TaskResult:
-    """Return the TaskResult of ``job``; load it with ``Job.objects.with_execution()``."""
-    args, kwargs = arguments.display(job.arguments)
+    """Return the TaskResult of ``job``; load it with ``Job.objects.with_execution()``.
+
+    An encrypted job's arguments, return value and errors are opened: the application
+    holds the keys (``EncryptionKeyMissing`` if none opens them).
+    """
+    args, kwargs = arguments.display(encryption.opened(job.arguments))
     attempts = [Attempt.from_dict(attempt) for attempt in job.attempts]
     claimed = getattr(job, "claimed_execution", None)
     if claimed is not None:  # the attempt running now
@@ -70,13 +74,13 @@ def result_for(
         errors=[_error(attempt.error) for attempt in attempts if attempt.error] or _never_ran(job),
         worker_ids=[attempt.worker_id for attempt in attempts],
     )
-    object.__setattr__(result, "_return_value", job.return_value)
+    object.__setattr__(result, "_return_value", encryption.opened(job.return_value))
     return result
 
 
 def enqueued_result(job: Job, task: Task) -> TaskResult:
     """The TaskResult of a job just enqueued: nothing to look up, it has not run yet."""
-    args, kwargs = arguments.display(job.arguments)
+    args, kwargs = arguments.display(encryption.opened(job.arguments))
     return _made(
         task=task,
         id=str(job.pk),
@@ -154,7 +158,8 @@ def _never_ran(job: Job) -> list[TaskError]:
 
 
 def _error(error: dict) -> TaskError:
-    return TaskError(exception_class_path=error["exception_class"], traceback=error["traceback"])
+    traceback = encryption.opened_text(error["traceback"])
+    return TaskError(exception_class_path=error["exception_class"], traceback=traceback)
 
 
 @receiver(failed_by_crash, dispatch_uid="steady_queue.results.announce_crash")

@@ -134,3 +134,7 @@ TASKS = {
         "OPTIONS": {"database": "billing"},
     },
 }
+
+# Encrypted tasks (steady_queue.encryption; tests/encryption/): the newest key first.
+STEADY_QUEUE_ENCRYPTION_KEYS = ["eRmLD2hdp0B-Bp6UrXNkyz3RSmpp7g9nFYeFNF06cFk="]
+STEADY_QUEUE_ENCRYPT_TASKS = ["tests.tasks.encrypted.by_setting"]

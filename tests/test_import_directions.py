@@ -64,6 +64,7 @@ TOP_LEVEL = {
         "compat",
         "configuration",
         "db",
+        "encryption",
         "exceptions",
         "hooks",
         "labels",

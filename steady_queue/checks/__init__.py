@@ -10,6 +10,7 @@ from django.core import checks
 
 from ..configuration import check_configuration
 from ..routers import check_queue_database
+from .encryption import check_encryption
 from .job_logs import check_job_log_settings
 from .queues import check_unheard_queues, polls
 from .recurring import check_recurring_tasks
@@ -25,5 +26,6 @@ for _check in (
     check_unheard_queues,
     check_recurring_tasks,
     check_job_log_settings,
+    check_encryption,
 ):
     checks.register(_check, checks.Tags.compatibility)

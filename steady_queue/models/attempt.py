@@ -9,6 +9,8 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from .. import encryption
+
 # FailedExecution.exception_class is a CharField(max_length=255).
 CLASS_PATH_LENGTH = 255
 
@@ -52,6 +54,25 @@ def error_details(exc: BaseException) -> dict[str, str]:
         "message": storable(_message(exc)),
         "traceback": storable("".join(traceback.format_exception(exc))),
     }
+
+
+def sealed_error(task_path: str, error: dict[str, str] | None) -> dict[str, str] | None:
+    """``error`` as stored for a job of the task at ``task_path``: an encrypted task's
+    message and traceback sealed (its class path, code and not data, stays readable).
+
+    Never plaintext: if sealing fails (no key), both are replaced by a fixed text.
+    """
+    if error is None or not encryption.is_encrypted(task_path):
+        return error
+    try:
+        sealed = {key: encryption.seal_text(error[key]) for key in ("message", "traceback")}
+    except Exception:
+        sealed = {"message": UNSEALABLE, "traceback": ""}
+    return {**error, **sealed}
+
+
+#: An encrypted job's error when it could not be sealed (STEADY_QUEUE_ENCRYPTION_KEYS unset).
+UNSEALABLE = "encrypted error: it could not be sealed (no encryption key), so it was not kept"
 
 
 def _message(exc: BaseException) -> str:

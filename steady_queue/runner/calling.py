@@ -15,7 +15,7 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction
 
-from .. import arguments, storage
+from .. import arguments, encryption, storage
 from ..compat import TaskContext, TaskResult, normalize_json
 from ..models import ClaimedExecution
 from ..models.execution.claimed_finish import Failure
@@ -62,6 +62,7 @@ def end_stuck(claimed: ClaimedExecution, error: BaseException, final: bool) -> b
 def call(task, started: TaskResult, claimed: ClaimedExecution) -> Generator[Call, Any, Any]:
     """Yield the task's ``Call``; return what it returned, as the JSON a database stores."""
     job = claimed.job
+    # Opened here, once, before the task is called (EncryptionKeyMissing: never called).
     args, kwargs = arguments.deserialize(job.arguments)
     if task.takes_context:
         args = [TaskContext(task_result=started), *args]
@@ -73,6 +74,8 @@ def call(task, started: TaskResult, claimed: ClaimedExecution) -> Generator[Call
     # NaN and infinities pass normalize_json but no database stores them as JSON:
     # refuse them here so the job fails (under its retry policy) like any task error.
     json.dumps(return_value, allow_nan=False)
+    if encryption.is_encrypted(job.task_path):
+        return encryption.seal(return_value)
     return return_value
 
 

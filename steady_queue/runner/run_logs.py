@@ -33,7 +33,7 @@ from django.db.models import Q
 
 import steady_queue
 
-from .. import db
+from .. import db, encryption
 from ..configuration import seconds
 from ..models.attempt import storable
 from ..models.run_log import LOGGER_LENGTH, JobLogLine
@@ -59,6 +59,7 @@ class RunLog:
     job_id: int
     attempt: int
     code: CodeType | None  # the task function's, where its stack starts
+    sealed: bool = False  # an encrypted task's run: each line is stored sealed
     thread: int = dataclasses.field(default_factory=threading.get_ident)
     task: asyncio.Task | None = None  # an async task's, on a worker's event loop
     _pending: collections.deque = dataclasses.field(default_factory=collections.deque)
@@ -114,8 +115,11 @@ class RunLog:
             logged_at=datetime.fromtimestamp(at, UTC),
             level=level,
             logger=name[:LOGGER_LENGTH],
-            message=storable(message)[: steady_queue.job_log_max_bytes],
+            message=self._stored(storable(message)[: steady_queue.job_log_max_bytes]),
         )
+
+    def _stored(self, message: str) -> str:
+        return encryption.seal_text(message) if self.sealed else message
 
     def _drop_past_caps(self) -> None:
         max_lines, max_bytes = steady_queue.job_log_max_lines, steady_queue.job_log_max_bytes
@@ -131,7 +135,8 @@ class RunLog:
 @contextlib.contextmanager
 def capture(job: Any, code: CodeType | None = None) -> Iterator[RunLog]:
     """Make ``job``'s run current while its task is called; write its last lines at the end."""
-    run = RunLog(job_id=job.pk, attempt=len(job.attempts) + 1, code=code)
+    sealed = encryption.is_encrypted(job.task_path)
+    run = RunLog(job_id=job.pk, attempt=len(job.attempts) + 1, code=code, sealed=sealed)
     token = _current.set(run)
     with _lock:
         _running[job.pk] = run

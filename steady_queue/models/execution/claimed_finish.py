@@ -27,7 +27,7 @@ import steady_queue
 from ... import db
 from ...exceptions import UnstorableOutcome
 from ...observability.log import claim_fields
-from ..attempt import Attempt, error_details, storable
+from ..attempt import Attempt, error_details, sealed_error, storable
 from ..task_rollup import WRITTEN_AT_ONCE, count_now, tally
 from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     NOT_STORED,
@@ -209,7 +209,7 @@ class ClaimedFinish:
             return None
         error = None
         if isinstance(outcome, Failure):
-            error = error_details(outcome.exc)
+            error = sealed_error(self.job.task_path, error_details(outcome.exc))
         return Attempt(
             worker_id=worker_id or self.worker_id,
             started_at=self.created_at,

@@ -103,10 +103,11 @@ class Failure(Outcome):
         job, final = claimed.job, self.final
         if not final and _cancel_requested_now(job):
             # A cancel that landed while this run failed: no retry, whatever the policy.
-            from ..attempt import error_details
+            from ..attempt import error_details, sealed_error
             from ..job.cancellation import cancelled_by
 
-            attempt = dataclasses.replace(attempt, error=error_details(cancelled_by(self.exc)))
+            error = sealed_error(job.task_path, error_details(cancelled_by(self.exc)))
+            attempt = dataclasses.replace(attempt, error=error)
             final = True
         job.attempts = [*job.attempts, attempt.to_dict()]
         job.save(update_fields=["attempts", "updated_at"])

@@ -12,7 +12,7 @@ from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ... import arguments
+from ... import arguments, encryption
 from ...compat import InvalidTask
 from ...task_options import concurrency, fairness, rate_limits, uniqueness
 from ...task_options.labels import labels_for
@@ -192,19 +192,34 @@ class Job(EditableJob, Retryable, Operations, Cancellable, Executable, Annotated
         declared_unique = uniqueness.unique_for(task.module_path)
         declared_rate = rate_limits.rate_limit_for(task.module_path)
         declared_fair = fairness.fairness_for(task.module_path)
+        keys = {
+            "concurrency_key": limit.key_for(args, kwargs) if limit else "",
+            "unique_key": declared_unique.key_for(task, args, kwargs) if declared_unique else "",
+            "rate_limit_key": declared_rate.key_for(task, args, kwargs) if declared_rate else "",
+            "fairness_key": declared_fair.key_for(task, args, kwargs) if declared_fair else "",
+        }
+        stored = arguments.serialize(args, kwargs)
+        if encryption.is_encrypted(task.module_path):
+            stored, keys = encryption.seal(stored), _digested(keys)
         return cls.new(
             queue_name=task.queue_name,
             task_path=task.module_path,
             backend=backend,
-            arguments=arguments.serialize(args, kwargs),
+            arguments=stored,
             priority=task.priority,
             scheduled_at=scheduled_at(task.run_after),
-            concurrency_key=limit.key_for(args, kwargs) if limit else "",
-            unique_key=declared_unique.key_for(task, args, kwargs) if declared_unique else "",
-            rate_limit_key=declared_rate.key_for(task, args, kwargs) if declared_rate else "",
-            fairness_key=declared_fair.key_for(task, args, kwargs) if declared_fair else "",
             labels=labels_for(task.module_path),
+            **keys,
         )
+
+
+def _digested(keys: dict[str, str]) -> dict[str, str]:
+    """An encrypted task's keys as digests: computed from the plain arguments, stored
+    without them. The rate limit of the whole task (``*``) names no argument: kept."""
+    return {
+        name: encryption.digest(key) if key and key != rate_limits.WHOLE_TASK else key
+        for name, key in keys.items()
+    }
 
 
 def _check_task(backend, task, validated: set[int] | None) -> None:

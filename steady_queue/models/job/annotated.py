@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import models
 
-from ... import db
+from ... import db, encryption
 from ...exceptions import InvalidMetadata
 
 #: The most a job's metadata may take, serialized as compact JSON (UTF-8 bytes).
@@ -64,14 +64,19 @@ class Annotated(models.Model):
         """
         values = checked_values(values)
         with db.atomic():
-            current = (
+            found = (
                 cls.objects.filter(pk=job_id)
                 .locked(skip_locked=False)
-                .values_list("metadata", flat=True)
+                .values_list("metadata", "task_path")
                 .first()
             )
-            if current is None:
+            if found is None:
                 raise cls.DoesNotExist(f"Job {job_id} does not exist.")
+            current, task_path = encryption.opened(found[0]), found[1]
             merged = checked_whole({**(current or {}), **values})
-            cls.objects.filter(pk=job_id).update(metadata=merged)
+            # An encrypted task's metadata is stored sealed, whole (its size checked plain).
+            sealed = encryption.is_encrypted(task_path)
+            cls.objects.filter(pk=job_id).update(
+                metadata=encryption.seal(merged) if sealed else merged
+            )
         return merged
