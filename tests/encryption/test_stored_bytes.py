@@ -90,9 +90,11 @@ def test_an_encrypted_enqueue_without_keys_is_refused_before_anything_is_written
     from django.core.exceptions import ImproperlyConfigured
 
     before = Job.objects.count()
-    with override_settings(STEADY_QUEUE_ENCRYPTION_KEYS=[]):
-        with pytest.raises(ImproperlyConfigured, match="STEADY_QUEUE_ENCRYPTION_KEYS"):
-            tasks.charge.enqueue(CARD)
+    with (
+        override_settings(STEADY_QUEUE_ENCRYPTION_KEYS=[]),
+        pytest.raises(ImproperlyConfigured, match="STEADY_QUEUE_ENCRYPTION_KEYS"),
+    ):
+        tasks.charge.enqueue(CARD)
     assert Job.objects.count() == before
 
 
