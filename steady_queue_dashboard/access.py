@@ -20,6 +20,8 @@ from .conf import setting
 MANAGE_PERMISSION = "steady_queue.manage_jobs"
 # Changing what runs (a recurring schedule's cron, task, arguments), not only when.
 EDIT_PERMISSION = "steady_queue_dashboard.edit_jobs"
+# Reading an encrypted task's arguments, results, errors and log (each reveal audited).
+REVEAL_PERMISSION = "steady_queue_dashboard.reveal_arguments"
 
 
 def can_manage(user) -> bool:
@@ -30,6 +32,11 @@ def can_manage(user) -> bool:
 def can_edit(user) -> bool:
     """Return whether ``user`` may create and edit recurring schedules (superusers may)."""
     return user.is_active and user.is_staff and user.has_perm(EDIT_PERMISSION)
+
+
+def can_reveal(user) -> bool:
+    """Return whether ``user`` may reveal encrypted jobs' data (superusers may)."""
+    return user.is_active and user.is_staff and user.has_perm(REVEAL_PERMISSION)
 
 
 def guard(

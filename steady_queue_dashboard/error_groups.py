@@ -14,6 +14,8 @@ from datetime import datetime
 from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import FailedExecution
 
+from . import masking
+
 # Groups are built from the latest failures only: one indexed read, whatever the backlog.
 SCAN_LIMIT = 2_000
 MESSAGE_LENGTH = 300
@@ -34,6 +36,7 @@ _REPLACEMENTS = [
 
 def normalise(message: str) -> str:
     """Replace quoted strings, UUIDs, hex ids and numbers with placeholders."""
+    message = masking.shown(message)  # an encrypted task's errors: one group per class
     lines = (message or "").strip().splitlines()
     text = lines[0] if lines else ""
     for pattern, placeholder in _REPLACEMENTS:

@@ -4,6 +4,10 @@ A value is masked when its key (a keyword argument's name, or a key of a dict at
 any depth) contains one of ``STEADY_QUEUE_DASHBOARD["MASK_PATTERNS"]``, or when it
 is a parameter a task masks for itself: ``@masked_arguments("card_number")`` above
 ``@task()``, or ``STEADY_QUEUE_DASHBOARD["MASKED_ARGUMENTS"]`` by task path.
+
+An encrypted task's stored values (``steady_queue.encryption``) are shown as
+``ENCRYPTED`` through ``shown``, the one door every page (and the archive) goes
+through; only ``revealed``, for a user with the reveal permission, opens them.
 """
 
 from __future__ import annotations
@@ -16,9 +20,15 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from steady_queue import encryption
+
 from .conf import setting
 
 MASK = "[masked]"
+#: What the console shows in place of an encrypted task's value.
+ENCRYPTED = encryption.ENCRYPTED
+#: What a revealed value shows when no key of the ring opens it.
+UNREADABLE = "encrypted (no key of STEADY_QUEUE_ENCRYPTION_KEYS opens it)"
 
 # Task path -> (masked parameter names, positions of those parameters).
 _REGISTERED: dict[str, tuple[frozenset[str], frozenset[int]]] = {}
@@ -35,6 +45,29 @@ def masked_arguments(*names: str):
         return task
 
     return register
+
+
+def is_encrypted(value: Any) -> bool:
+    """Whether a stored value (JSON or text) is an encrypted task's, sealed."""
+    return encryption.is_sealed(value)
+
+
+def shown(value: Any) -> Any:
+    """What the console shows of a stored value: ``ENCRYPTED`` for a sealed one, else it."""
+    return ENCRYPTED if encryption.is_sealed(value) else value
+
+
+def revealed(value: Any) -> Any:
+    """A stored value opened, for a user allowed to reveal it (``UNREADABLE`` without a key).
+
+    The caller audits the reveal (``views/reveal.py``); everything else uses ``shown``.
+    """
+    try:
+        if isinstance(value, str):
+            return encryption.opened_text(value)
+        return encryption.opened(value)
+    except encryption.EncryptionKeyMissing:
+        return UNREADABLE
 
 
 def is_masked_key(key: str, task_path: str | None = None) -> bool:

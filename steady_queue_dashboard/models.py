@@ -38,8 +38,11 @@ class AuditEntry(models.Model):
         ordering = ["-created_at", "-pk"]
         # Changing what runs (a schedule's cron, task or arguments), beyond manage_jobs's
         # retry, discard, pause: steady_queue_dashboard.access.EDIT_PERMISSION.
+        # Reading what an encrypted task stored (steady_queue.encryption), each time audited:
+        # steady_queue_dashboard.access.REVEAL_PERMISSION.
         permissions = [
             ("edit_jobs", _("Can create and edit jobs and recurring schedules in the console")),
+            ("reveal_arguments", _("Can reveal the encrypted arguments and results of jobs")),
         ]
 
     def __str__(self) -> str:

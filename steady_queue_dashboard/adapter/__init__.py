@@ -89,6 +89,7 @@ from .recurring_schedules import (
     schedule_values,
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
+from .reveal import Revealed, is_encrypted_job, reveal
 from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
 from .task_pauses import (
     is_paused,
@@ -137,6 +138,7 @@ __all__ = [
     "RateLimitWindows",
     "Refusal",
     "ReleaseOutcome",
+    "Revealed",
     "RunLog",
     "RunRow",
     "RunSteps",
@@ -182,6 +184,7 @@ __all__ = [
     "fingerprint",
     "is_cancelled",
     "is_editable",
+    "is_encrypted_job",
     "is_paused",
     "jobs",
     "key_slots",
@@ -213,6 +216,7 @@ __all__ = [
     "resume_queue",
     "resume_task",
     "retry_job",
+    "reveal",
     "routed_task",
     "run_log_of",
     "run_recurring_task",

@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import Job
 
+from .. import masking
+
 # An action is audited right after it ran: its entry is written within this of the cancel.
 AUDIT_DELAY = timedelta(minutes=1)
 # Entries read at most within that minute (a bulk cancel of many jobs writes one entry).
@@ -33,7 +35,8 @@ def cancellation_of(job: Job) -> Cancellation | None:
         return None
     failed = job.failed_execution
     asked = job.cancel_requested_at or failed.created_at
-    return Cancellation(asked, failed.message, _audited_actor(job.pk, asked))
+    message = masking.shown(failed.message)
+    return Cancellation(asked, message, _audited_actor(job.pk, asked))
 
 
 def _audited_actor(pk: int, asked: datetime) -> str:

@@ -12,6 +12,8 @@ from django.utils.translation import gettext_lazy as _
 from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.models import Job, states
 
+from .. import masking
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -49,7 +51,7 @@ def attempts(job: Job) -> list[Attempt]:
             worker=entry.get("worker_id") or "",
             started_at=_parse_time(entry.get("started_at")),
             finished_at=_parse_time(entry.get("finished_at")),
-            error=entry.get("error"),
+            error=_shown_error(entry.get("error")),
         )
         for number, entry in enumerate(job.attempts or [], start=1)
     ]
@@ -59,7 +61,7 @@ def attempts(job: Job) -> list[Attempt]:
     if failed is not None and not (done and done[-1].error) and not cancelled_unrun:
         # A failure recorded outside a run (a dead worker's job) has no attempt entry.
         error = {"exception_class": failed.exception_class, "message": failed.message}
-        error["traceback"] = failed.backtrace
+        error = _shown_error(error | {"traceback": failed.backtrace})
         done.append(Attempt(len(done) + 1, "", None, failed.created_at, error))
     claimed = getattr(job, "claimed_execution", None)
     if claimed is not None:
@@ -148,3 +150,10 @@ def _parse_time(value: datetime | str | None) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     return parse_datetime(value)
+
+
+def _shown_error(error: dict | None) -> dict | None:
+    """An error as the console shows it: an encrypted task's message and traceback hidden."""
+    if not error:
+        return error
+    return {key: masking.shown(value) for key, value in error.items()}

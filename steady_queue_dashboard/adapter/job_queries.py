@@ -137,13 +137,18 @@ def _any_of(lookups) -> Q:
 
 
 def display_arguments(job: Job) -> str:
-    """Return the job's arguments as indented JSON, as the task will receive them, masked."""
+    """Return the job's arguments as indented JSON, as the task will receive them, masked
+    (an encrypted task's: ``masking.ENCRYPTED``)."""
+    if masking.is_encrypted(job.arguments):
+        return masking.ENCRYPTED
     args, kwargs = masking.mask_call(*arguments.display(job.arguments), job.task_path)
     return json.dumps({"args": args, "kwargs": kwargs}, indent=2, default=str)
 
 
 def arguments_preview(stored: dict, length: int = 120, task_path: str | None = None) -> str:
     """Return stored arguments on one line, masked, shortened to ``length`` characters."""
+    if masking.is_encrypted(stored):
+        return masking.ENCRYPTED
     args, kwargs = masking.mask_call(*arguments.display(stored or {}), task_path)
     parts = [_compact(value) for value in args]
     parts += [f"{name}={_compact(value)}" for name, value in kwargs.items()]
@@ -155,7 +160,9 @@ def _compact(value: Any) -> str:
 
 
 def display_value(value: Any) -> str:
-    """Return a return value as indented JSON, its masked keys hidden."""
+    """Return a return value as indented JSON, its masked keys hidden (sealed: ENCRYPTED)."""
+    if masking.is_encrypted(value):
+        return masking.ENCRYPTED
     return json.dumps(masking.mask(value), indent=2, default=str)
 
 

@@ -25,5 +25,7 @@ def display_metadata(job: Job) -> str:
     metadata = getattr(job, "metadata", None)
     if not metadata:
         return ""
+    if masking.is_encrypted(metadata):
+        return masking.ENCRYPTED
     shown = masking.mask_metadata(metadata, job.task_path)
     return json.dumps(shown, indent=2, sort_keys=True, default=str, ensure_ascii=False)

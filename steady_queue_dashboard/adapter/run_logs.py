@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from steady_queue.models import Job, JobLogLine, StackRequest, states
 
+from .. import masking
 from ..log_masking import log_masker
 
 #: The most lines a page shows of an attempt (the newest).
@@ -54,7 +55,7 @@ def run_log_of(job: Job, attempt: int | None = None) -> RunLog:
             line.logged_at,
             logging.getLevelName(line.level),
             line.logger,
-            masked(line.message),
+            masked(masking.shown(line.message)),
         )
         for line in kept
     ]

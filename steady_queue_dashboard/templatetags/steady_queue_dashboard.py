@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .. import adapter, instances
+from .. import adapter, instances, masking
 from ..conf import setting
 from ..label_filter import LABEL
 from ..listings import LISTINGS
@@ -192,6 +192,12 @@ def arguments_preview(source: Any) -> str:
 
 
 @register.filter
+def shown(value: Any) -> Any:
+    """A stored value as the console shows it: an encrypted task's as "encrypted"."""
+    return masking.shown(value)
+
+
+@register.filter
 def run_time(job) -> timedelta | None:
     return adapter.run_time(job)
 
@@ -218,7 +224,7 @@ def sq_progress(progress: dict | None) -> dict:
         "current": current,
         "total": total,
         "percent": min(100, round(100 * current / total)) if known else None,
-        "message": progress.get("message") or "",
+        "message": masking.shown(progress.get("message") or ""),
         "reported": bool(progress),
     }
 

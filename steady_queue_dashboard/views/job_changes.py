@@ -101,6 +101,12 @@ def _form(action: str, data, job, before: adapter.Values):
 
 def _refused(job, action: str) -> str | None:
     """Why ``action`` does not apply to the job in its state now, if it does not."""
+    if adapter.is_encrypted_job(job):
+        # Its form would show (and post back) arguments the console never holds in clear.
+        return _(
+            "Job %(id)s's task is encrypted: its arguments cannot be changed or copied from "
+            "the console (Job.edit() and duplicate() do it from code). Nothing was changed."
+        ) % {"id": job.pk}
     listing = adapter.listing_for(job)
     status = listing.status if listing else job.state
     if action == EDIT and not adapter.is_editable(job):

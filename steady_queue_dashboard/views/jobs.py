@@ -8,7 +8,7 @@ from django.views.decorators.http import require_safe
 from steady_queue.models import states
 
 from .. import adapter
-from ..access import guard
+from ..access import can_reveal, guard
 from ..joblist import JobList
 from ..listings import LISTINGS
 from .rendering import render_page
@@ -59,6 +59,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "open_error": failures[-1] if failures and job.finished_at is None else None,
             "editable": adapter.is_editable(job),
             "live": job.finished_at is None and job.state != states.FAILED,
+            "encrypted": adapter.is_encrypted_job(job),
+            "can_reveal": can_reveal(request.user),
         }
     return render_page(
         request,

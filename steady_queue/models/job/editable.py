@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ... import arguments, db
+from ... import arguments, db, encryption
 from ...compat import InvalidTask, Task, TaskResult, task_backends
 from ...exceptions import CANCELLED_CLASS, JobNotEditable, UniqueKeyConflict
 from ...task_options import labels as job_labels
@@ -148,7 +148,10 @@ class EditableJob:
         # (the row's list and the indexed label rows), as for any labelled enqueue.
         with job_labels.labels(*self.labels):
             result = task.enqueue(*call_args, **call_kwargs)
-        after = {"job": int(result.id), "arguments": arguments.serialize(call_args, call_kwargs)}
+        stored = arguments.serialize(call_args, call_kwargs)
+        if encryption.is_encrypted(self.task_path):  # the audit log keeps no plaintext either
+            stored = encryption.seal(stored)
+        after = {"job": int(result.id), "arguments": stored}
         from ...ops import audit
 
         audit.announce(
