@@ -4,8 +4,9 @@ Each option has a module here: ``concurrency`` (``@limits_concurrency``), ``retr
 (``@retry_policy``), ``uniqueness`` (``@unique``), ``rate_limits`` (``@rate_limit``),
 ``timeouts`` (``@timeout``), ``recurring_task`` (``@recurring``), ``labels``
 (``@labels``, also a ``with`` block) and ``encryption`` (``@encrypted``, with the key
-ring that seals an encrypted task's data). This module holds what they share: the registry of one kind of option, and how a key is stored. All of
-them sit in the foundation: they import no model, storage, process or backend.
+ring that seals an encrypted task's data). This module holds what they share: the
+registry of one kind of option, and how a key is stored. All of them sit in the
+foundation: they import no model, storage, process or backend.
 """
 
 from __future__ import annotations
