@@ -156,7 +156,11 @@ class OneJob:
         message = f"Job {result.id} enqueued ({task.module_path})."
         self._out(message)
         args, kwargs = values.call()
-        from steady_queue import arguments
+        from steady_queue import arguments, encryption
+
+        stored = arguments.serialize(args, kwargs)
+        if encryption.is_encrypted(task.module_path):  # the audit log keeps no plaintext
+            stored = encryption.seal(stored)
 
         written = audit.record(
             "enqueue",
@@ -168,7 +172,7 @@ class OneJob:
                 "source": "manage.py steady_queue_jobs",
                 "task": task.module_path,
                 "after": {
-                    "arguments": arguments.serialize(args, kwargs),
+                    "arguments": stored,
                     "queue_name": task.queue_name,
                     "priority": task.priority,
                 },

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
-from .. import arguments
+from .. import arguments, encryption
 from ..compat import InvalidTask, Task, TaskResult, task_backends
 from ..exceptions import InvalidLabels, JobNotEditable, RateLimitKeyError, UniqueKeyError
 from ..models import Job
@@ -207,7 +207,9 @@ class _refusals:
 
 
 def shown(value: Any) -> str:
-    """A value as the diff shows it."""
+    """A value as the diff shows it (an encrypted task's sealed value: "encrypted")."""
+    if encryption.is_sealed(value):
+        return encryption.ENCRYPTED
     if isinstance(value, datetime):
         return value.isoformat()
     if value is None:

@@ -7,6 +7,7 @@ import argparse
 
 from django.core.management.base import BaseCommand, CommandError
 
+from steady_queue.encryption import ENCRYPTED, is_sealed
 from steady_queue.exceptions import CANCELLED_CLASS
 from steady_queue.management.one_job import ONE_JOB_ACTIONS, OneJob, add_one_job_arguments
 from steady_queue.models import states
@@ -248,7 +249,8 @@ def _selection(options: dict) -> JobSelection:
 
 def _row(job) -> str:
     failed = getattr(job, "failed_execution", None) if job.finished_at is None else None
-    error = f"  {failed.exception_class}: {failed.message}"[:120] if failed else ""
+    message = ENCRYPTED if failed and is_sealed(failed.message) else getattr(failed, "message", "")
+    error = f"  {failed.exception_class}: {message}"[:120] if failed else ""
     cancelled = failed is not None and failed.exception_class == CANCELLED_CLASS
     state = states.CANCELLED if cancelled else job.state
     enqueued = job.created_at.isoformat(timespec="seconds")
