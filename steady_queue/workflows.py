@@ -26,7 +26,7 @@ import graphlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import db, ours
+from . import db, encryption, ours
 from .compat import Task, TaskResult, task_backends, task_enqueued
 from .exceptions import WorkflowError
 from .models import Job, WorkflowDependency, WorkflowRun, WorkflowStep
@@ -193,4 +193,6 @@ def upstream_results(context) -> dict[str, Any]:
     backend = task_backends[result.backend]
     with db.using_alias(getattr(backend, "database", None)):
         links = WorkflowDependency.objects.filter(step_id=int(result.id)).order_by("upstream_id")
-        return dict(links.values_list("upstream__name", "upstream__return_value"))
+        found = links.values_list("upstream__name", "upstream__return_value")
+        # An encrypted step's copy is sealed: the running step holds the keys.
+        return {name: encryption.opened(value) for name, value in found}
