@@ -67,3 +67,13 @@ def limited(card: str) -> str:
 @task()
 def rate_limited(card: str) -> str:
     return card
+
+
+@encrypted
+@task()
+def record_card(path: str, card: str) -> str:
+    """Append ``card`` to the file at ``path`` (what a worker process's run saw)."""
+    logger.warning("recording card %s", card)
+    with open(path, "a") as file:
+        file.write(card + "\n")
+    return f"recorded {card}"
