@@ -201,5 +201,6 @@ def _invalid_token():
     return InvalidToken
 
 
-def _setting_tasks() -> frozenset[str]:
-    return frozenset(getattr(settings, "STEADY_QUEUE_ENCRYPT_TASKS", None) or ())
+def _setting_tasks() -> list[str] | tuple[()]:
+    # Read each time (an enqueue's cost: one attribute): tests and reloads change it.
+    return getattr(settings, "STEADY_QUEUE_ENCRYPT_TASKS", None) or ()
