@@ -9,7 +9,8 @@ This module names those transactions, so the health command and the dashboard ca
 which connection to end; ``idle_in_transaction_session_timeout`` prevents most of them.
 
 One read of ``pg_stat_activity``, a row per server connection (bounded by
-``max_connections``), whatever the size of the queue tables. PostgreSQL keeps what a
+``max_connections``), whatever the size of the queue tables. A role sees only its own
+sessions' transactions there unless it has ``pg_read_all_stats``. PostgreSQL keeps what a
 transaction first read there until it ends: a health check or a dashboard request reads
 it once, so it is fresh (a caller reading it twice in one transaction calls
 ``pg_stat_clear_snapshot()`` in between).
