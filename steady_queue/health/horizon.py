@@ -66,10 +66,9 @@ def old_transactions(threshold: timedelta | None = None) -> list[OldTransaction]
     MariaDB and SQLite (their purge works otherwise) and when the threshold is None.
     """
     threshold = steady_queue.long_transaction_threshold if threshold is None else threshold
-    connection = db.connection()
-    if threshold is None or connection.vendor != "postgresql":
+    if threshold is None or not db.is_postgresql():
         return []
-    with connection.cursor() as cursor:
+    with db.connection().cursor() as cursor:
         cursor.execute(_OLD_TRANSACTIONS, [threshold.total_seconds(), MAX_TRANSACTIONS])
         rows = cursor.fetchall()
     return [
