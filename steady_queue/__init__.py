@@ -28,6 +28,10 @@ metrics_flush_interval: timedelta = timedelta(seconds=10)
 preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().
 clear_finished_jobs_after: timedelta = timedelta(days=1)
+# PostgreSQL: a transaction open longer than this holds back cleanup (VACUUM keeps every
+# row deleted since it began, and claims slow down): the health check and the dashboard
+# name it (steady_queue.health.horizon). None: not checked.
+long_transaction_threshold: timedelta | None = timedelta(minutes=10)
 # Timeout of the tasks that declare none (@timeout); None: they run as long as they take.
 default_timeout: timedelta | None = None
 # How long a job that ran past its timeout may keep its thread busy, ignoring the

@@ -52,6 +52,11 @@ def connection():
     return connections[alias()]
 
 
+def is_postgresql() -> bool:
+    """Whether the queue database is PostgreSQL (its MVCC horizon: health.horizon)."""
+    return connection().vendor == "postgresql"
+
+
 def atomic(**kwargs):
     """Open a transaction on the queue database."""
     return transaction.atomic(using=alias(), **kwargs)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+import steady_queue
 from steady_queue.health import problems as health
+from steady_queue.health.horizon import OldTransaction
 from steady_queue.models import states as job_states
 
 from . import adapter, instances
@@ -34,6 +36,7 @@ def find_problems(
     states: list[ProcessState],
     failures: tuple[int, int],
     recurring_enabled: Callable[[], bool],
+    old_transactions: Sequence[OldTransaction] = (),
 ) -> list[Problem]:
     """Rank what needs the operator: nothing runs jobs, nothing schedules, slow, failing."""
     live = [state for state in states if state.alive]
@@ -45,6 +48,7 @@ def find_problems(
     # A queue no worker serves is behind for that reason: said once, above.
     served = [queue for queue in queues if queue.name not in unheard]
     found += _slow(served) + _failure_spike(*failures) + _stale(states)
+    found += _horizon(old_transactions)
     return sorted(found, key=lambda problem: problem.severity != DANGER)
 
 
@@ -187,6 +191,25 @@ def _usual_rate(usual: float, baseline: timedelta) -> str:
         return _("None failed in the %(minutes)s minutes before.") % {"minutes": minutes}
     shown = f"{usual:.1f}" if usual < 1 else round(usual)
     return _("Usually about %(usual)s in that time.") % {"usual": shown}
+
+
+def _horizon(transactions: Sequence[OldTransaction]) -> list[Problem]:
+    """PostgreSQL: an old open transaction keeps dead rows, and claims slow down."""
+    if not transactions:
+        return []
+    threshold = steady_queue.long_transaction_threshold or timedelta(0)
+    return [
+        Problem(
+            WARNING,
+            _("A transaction older than %(age)s holds back cleanup.")
+            % {"age": duration(threshold)},
+            _(
+                "Oldest: %(oldest)s. Dead rows pile up and claims slow down until it ends: "
+                "end it (pg_terminate_backend) and set idle_in_transaction_session_timeout."
+            )
+            % {"oldest": "; ".join(str(transaction) for transaction in transactions)},
+        )
+    ]
 
 
 def _stale(states: list[ProcessState]) -> list[Problem]:

@@ -18,8 +18,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError
 from django.utils import timezone
 
+import steady_queue
+
 from .. import configuration, db
 from ..checks.queues import polls
+from . import horizon
 
 # Processes read per check: far more than any deployment runs, so the query stays bounded.
 MAX_PROCESSES = 1000
@@ -81,6 +84,7 @@ class HealthCheck:
                     "No live scheduler, but recurring tasks are enabled: they are not enqueued.",
                 )
             )
+        found += _old_transactions()
         return found
 
 
@@ -186,6 +190,24 @@ def _slow_queues(max_latency: timedelta, queues: Sequence[str], now: datetime) -
         for queue, ready_at in sorted(waiting.items())
         if now - ready_at > max_latency
     ]
+
+
+def _old_transactions() -> list[Problem]:
+    threshold = steady_queue.long_transaction_threshold
+    return [
+        Problem(
+            "long_transaction",
+            f"A transaction older than {_minutes(threshold)} holds back cleanup: {transaction} "
+            "(end it; set idle_in_transaction_session_timeout).",
+            str(transaction.pid),
+        )
+        for transaction in horizon.old_transactions()
+    ]
+
+
+def _minutes(delta: timedelta | None) -> str:
+    seconds = delta.total_seconds() if delta else 0
+    return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g}s"
 
 
 def _recurring_tasks_enabled() -> bool:

@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from steady_queue.health import horizon
 from steady_queue.models import states
 
 from .. import adapter, charts, error_groups, problems
@@ -37,7 +38,9 @@ def overview(request: HttpRequest) -> HttpResponse:
         else error_groups.Groups([], False)
     )
     context = {
-        "problems": problems.find_problems(queues, processes, failures, reading.recurring_enabled),
+        "problems": problems.find_problems(
+            queues, processes, failures, reading.recurring_enabled, horizon.old_transactions()
+        ),
         "tabs": [(listing, counts[listing.status]) for listing in LISTINGS.values()],
         "span": span,
         "spans": charts.SPANS.values(),

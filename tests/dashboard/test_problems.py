@@ -239,7 +239,8 @@ def test_overview_problems_cost_a_bounded_number_of_queries(
     for n in range(10):
         tasks.record.using(queue_name=["low", "default", "background"][n % 3]).enqueue(n)
     Job.objects.update(created_at=timezone.now() - timedelta(hours=1))
-    # 21 since task pauses: the paused state's count and the paused tasks' panel.
-    with django_assert_max_num_queries(21):
+    # 21 since task pauses: the paused state's count and the paused tasks' panel; 22 on
+    # PostgreSQL, which reads pg_stat_activity for transactions holding back cleanup.
+    with django_assert_max_num_queries(22):
         html = admin_client.get(OVERVIEW).content.decode()
     assert html.count('class="problem danger"') >= 2

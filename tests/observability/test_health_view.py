@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -20,7 +21,8 @@ URL = "/queue/health"
 def test_healthy_answers_200_without_login_in_a_few_queries(
     healthy_processes, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(4):
+    # PostgreSQL reads pg_stat_activity too (long_transaction).
+    with django_assert_max_num_queries(5 if connection.vendor == "postgresql" else 4):
         response = Client().get(URL, {"max_latency": "5m"})
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "problems": []}
