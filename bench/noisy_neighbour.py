@@ -4,6 +4,7 @@ without ``@fair``, in the same run.
     python bench/noisy_neighbour.py                        # PostgreSQL; --db mysql or sqlite
     python bench/noisy_neighbour.py --jobs 5000 --rounds 3 --work 0.005
     python bench/noisy_neighbour.py --smoke                # a few hundred jobs, one round
+    python bench/noisy_neighbour.py --fifo-against 84bb2a6 --fifo-rounds 5  # + FIFO A/B
 
 Each round runs two modes in alternating order (interleaved, so that a drift of the
 shared machine falls on both alike): ``plain`` (the FIFO path, ``bench.
@@ -23,8 +24,15 @@ throughput (its jobs / the span of their runs) and the total drain rate (every j
 the flood / from the first start to the last end); the median of ``--rounds`` rounds.
 Then one saturation run: tenants X, Y and Z of ``weighted`` (weights 1:2:4) with
 backlogs in proportion (``--saturation`` jobs for X), and the shares of starts each got
-in every ``--window``-second window while all three still had jobs waiting. The
-database (``--name``, default sq_bench_noisy) is dropped and created again.
+in every ``--window``-second window while all three still had jobs waiting, and the
+worst deviation from 1:2:4 over them.
+
+``--fifo-against REV`` adds the same-run A/B of the FIFO path: jobs of a task without
+``@fair`` (bench/tasks.py, where no fair task is declared) enqueued one by one and in
+bulk, drained, and picked up by an idle worker, on ``REV`` (the commit before fair
+share, 84bb2a6) and on this tree's commit, in interleaved rounds (bench/compare.py),
+with the medians and the ratio new/old. The database (``--name``, default
+sq_bench_noisy) is dropped and created again.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -56,6 +65,8 @@ def main() -> int:
     if options.only_saturation:
         _saturation(options)
         return 0
+    if options.only_fifo:
+        return _fifo_against(options)
     print(
         f"A: {options.jobs:,} jobs of {options.work * 1000:g} ms at once; B-E: one job each "
         f"every {options.interval * 1000:g} ms; workers {options.config}; "
@@ -73,7 +84,30 @@ def main() -> int:
         print(f"  {mode}: {_line(figures[mode])}")
     _report_ratios(figures)
     _saturation(options)
-    return 0
+    return _fifo_against(options) if options.fifo_against else 0
+
+
+def _fifo_against(options: argparse.Namespace) -> int:
+    """The FIFO path on ``--fifo-against`` and on this tree's commit (bench/compare.py:
+    each through its own code, in rounds alternating which goes first)."""
+    root = Path(__file__).resolve().parent.parent
+    new = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
+    print(f"\nthe FIFO path: {options.fifo_against} (before fair share) against {new}", flush=True)
+    command = [
+        sys.executable,
+        str(root / "bench" / "compare.py"),
+        options.fifo_against,
+        new,
+        f"--db={options.db}",
+        f"--name={options.name}_fifo",
+        f"--rounds={options.fifo_rounds}",
+        f"--jobs={options.fifo_jobs}",
+        f"--single-jobs={options.fifo_jobs // 5}",
+        f"--config={options.config}",
+    ]
+    return subprocess.run(command, cwd=root).returncode
 
 
 # One mode of one round ---------------------------------------------------------------
@@ -322,7 +356,13 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
     parser.add_argument("--only-saturation", action="store_true", help="the 1:2:4 run alone")
+    parser.add_argument("--fifo-against", metavar="REV", help="A/B of the FIFO path vs REV")
+    parser.add_argument("--fifo-rounds", type=int, default=5)
+    parser.add_argument("--fifo-jobs", type=int, default=3_000, help="jobs per FIFO drain")
+    parser.add_argument("--only-fifo", metavar="REV", help="the FIFO A/B vs REV alone")
     options = parser.parse_args()
+    if options.only_fifo:
+        options.fifo_against = options.only_fifo
     if options.smoke:
         options.jobs, options.rounds, options.baseline = 300, 1, 1.0
         options.saturation, options.window = 300, 0.25
