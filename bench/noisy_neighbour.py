@@ -20,7 +20,8 @@ runs while:
 
 Figures per mode: the time A's ``enqueue_all`` calls took, B-E pickup latency
 p50/p95/p99 (the job's first line minus its enqueue), the empty-queue p95, the p95 of
-B-E's enqueue calls themselves (during the flood and on the empty queue), A's
+B-E's enqueue calls themselves (during the flood and on the empty queue), the CPU a
+job of the drain cost the workers and the database server, A's
 throughput (its jobs / the span of their runs) and the total drain rate (every job of
 the flood / from the first start to the last end); the median of ``--rounds`` rounds.
 Then one saturation run: tenants X, Y and Z of ``weighted`` (weights 1:2:4) with
@@ -120,7 +121,7 @@ def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
     task = _task("plain" if mode == "plain" else "shared")
     database.truncate()
     command = ["steady_queue", "--config", f"bench.configs.W{options.config}", "--skip-recurring"]
-    with processes.running([command]):
+    with processes.running([command]) as (supervisor,):
         _wait_for_workers()
         _trickle_for(task, options, WARM_UP)  # the workers' first polls and connections
         _wait_until_finished(options.timeout)
@@ -131,19 +132,40 @@ def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
         began = time.time()
         flood = _flood(task, options)
         enqueue_seconds = time.time() - began
+        cpu_before, finished_before = _cpu(supervisor.pid), _finished()
         stream = _Trickle(task, options)
         stream.start()
         _wait_until_finished(options.timeout, ids=flood)
+        cpu_after, finished_after = _cpu(supervisor.pid), _finished()
         stream.stop()
         _wait_until_finished(options.timeout)
+    done = max(finished_after - finished_before, 1)
     return {
         **_figures(baseline, began),
+        # What a job of the drain cost the workers and the database server (CPU): the
+        # rates above are what the loaded machine left them.
+        "worker CPU ms/job": 1000 * (cpu_after[0] - cpu_before[0]) / done,
+        "database CPU ms/job": 1000 * (cpu_after[1] - cpu_before[1]) / done,
         # Where B-E's pickup latency goes: the enqueue call itself (on SQLite, mostly the
         # wait for the write lock), counted in the latency since the job's created_at.
         "B-E enqueue call p95 ms": _percentile(stream.calls, 95) * 1000,
         "empty-queue enqueue call p95 ms": _percentile(quiet.calls, 95) * 1000,
         "A enqueue s": enqueue_seconds,
     }
+
+
+def _cpu(supervisor: int) -> tuple[float, float]:
+    """CPU seconds so far of the workers (the supervisor's tree) and the database server
+    (bench/compare.py's count; SQLite's work is the workers' own)."""
+    from bench.compare import _cpu as cpu
+
+    return cpu(supervisor)
+
+
+def _finished() -> int:
+    from steady_queue.models import Job
+
+    return Job.objects.filter(finished_at__isnull=False).count()
 
 
 def _flood(task, options: argparse.Namespace) -> tuple[int, int]:
