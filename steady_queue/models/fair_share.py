@@ -114,9 +114,13 @@ def _bounds_sql(groups: list[Group]) -> tuple[str, list]:
     where = f"{qn('queue_name')} = %s AND {qn('priority')} = %s"
     parts, params = [], []
     for number, (queue, priority, key) in enumerate(groups):
-        # MIN reads the poll index (queue, -priority, fair_order); MAX sq_ready_fair_key.
+        # V: the first entry of the poll index (queue, -priority, fair_order) in its order,
+        # not MIN(), which MariaDB answers by reading every entry of the queue and priority
+        # (no MIN/MAX shortcut past a descending key part): a whole backlog per enqueue.
+        # The key's last tag: MAX over sq_ready_fair_key, one look-up everywhere.
+        first = f"SELECT {order} FROM {table} WHERE {where} ORDER BY {qn('priority')} DESC, {order}"
         parts.append(
-            f"SELECT {number}, (SELECT MIN({order}) FROM {table} WHERE {where}), "
+            f"SELECT {number}, ({first} LIMIT 1), "
             f"(SELECT MAX({order}) FROM {table} WHERE {where} AND {qn('fairness_key')} = %s)"
         )
         params += [queue, priority, queue, priority, key]
