@@ -375,6 +375,14 @@ def _report_ratios(figures: dict[str, dict[str, list[float]]]) -> None:
         f"  fair drain / plain drain: "
         f"{fair['drain jobs/s'] / max(plain['drain jobs/s'], 1e-9):.2f}; load {os.getloadavg()}"
     )
+    # The same ratio within each round (its two modes ran back to back): what a drift
+    # of the shared machine between rounds moves least.
+    drains = zip(figures["fair"]["drain jobs/s"], figures["plain"]["drain jobs/s"], strict=True)
+    rounds = [fair_drain / max(plain_drain, 1e-9) for fair_drain, plain_drain in drains]
+    print(
+        f"  fair drain / plain drain, round by round: {', '.join(f'{r:.2f}' for r in rounds)}; "
+        f"median {statistics.median(rounds):.2f}"
+    )
 
 
 def _line(figures: dict[str, list[float]], index: int | None = None) -> str:
