@@ -80,7 +80,10 @@ def _worktree(rev: str, path: Path) -> Path:
 
 def _run_in(tree: Path, options: argparse.Namespace) -> dict:
     """One round of measures in ``tree``'s code (this script, run with its tree first)."""
-    env = {**os.environ, "SQ_COMPARE_TREE": str(tree), "PYTHONPATH": str(tree)}
+    # The tree first (its steady_queue and bench), then the caller's path (where the
+    # bench extra's packages may be installed apart).
+    path = os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "SQ_COMPARE_TREE": str(tree), "PYTHONPATH": path}
     arguments = [
         sys.executable,
         __file__,

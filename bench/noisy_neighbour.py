@@ -4,6 +4,7 @@ without ``@fair``, in the same run.
     python bench/noisy_neighbour.py                        # PostgreSQL; --db mysql or sqlite
     python bench/noisy_neighbour.py --jobs 5000 --rounds 3 --work 0.005
     python bench/noisy_neighbour.py --smoke                # a few hundred jobs, one round
+    python bench/noisy_neighbour.py --fifo-against 84bb2a6 --fifo-rounds 5  # + FIFO A/B
 
 Each round runs two modes in alternating order (interleaved, so that a drift of the
 shared machine falls on both alike): ``plain`` (the FIFO path, ``bench.
@@ -18,13 +19,22 @@ runs while:
    5,000), then B-E enqueue as before until A's backlog is drained.
 
 Figures per mode: the time A's ``enqueue_all`` calls took, B-E pickup latency
-p50/p95/p99 (the job's first line minus its enqueue), the empty-queue p95, A's
+p50/p95/p99 (the job's first line minus its enqueue), the empty-queue p95, the p95 of
+B-E's enqueue calls themselves (during the flood and on the empty queue), the CPU a
+job of the drain cost the workers and the database server, A's
 throughput (its jobs / the span of their runs) and the total drain rate (every job of
 the flood / from the first start to the last end); the median of ``--rounds`` rounds.
 Then one saturation run: tenants X, Y and Z of ``weighted`` (weights 1:2:4) with
 backlogs in proportion (``--saturation`` jobs for X), and the shares of starts each got
-in every ``--window``-second window while all three still had jobs waiting. The
-database (``--name``, default sq_bench_noisy) is dropped and created again.
+in every ``--window``-second window while all three still had jobs waiting, and the
+worst deviation from 1:2:4 over them.
+
+``--fifo-against REV`` adds the same-run A/B of the FIFO path: jobs of a task without
+``@fair`` (bench/tasks.py, where no fair task is declared) enqueued one by one and in
+bulk, drained, and picked up by an idle worker, on ``REV`` (the commit before fair
+share, 84bb2a6) and on this tree's commit, in interleaved rounds (bench/compare.py),
+with the medians and the ratio new/old. The database (``--name``, default
+sq_bench_noisy) is dropped and created again.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -56,6 +67,8 @@ def main() -> int:
     if options.only_saturation:
         _saturation(options)
         return 0
+    if options.only_fifo:
+        return _fifo_against(options)
     print(
         f"A: {options.jobs:,} jobs of {options.work * 1000:g} ms at once; B-E: one job each "
         f"every {options.interval * 1000:g} ms; workers {options.config}; "
@@ -73,7 +86,30 @@ def main() -> int:
         print(f"  {mode}: {_line(figures[mode])}")
     _report_ratios(figures)
     _saturation(options)
-    return 0
+    return _fifo_against(options) if options.fifo_against else 0
+
+
+def _fifo_against(options: argparse.Namespace) -> int:
+    """The FIFO path on ``--fifo-against`` and on this tree's commit (bench/compare.py:
+    each through its own code, in rounds alternating which goes first)."""
+    root = Path(__file__).resolve().parent.parent
+    new = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
+    print(f"\nthe FIFO path: {options.fifo_against} (before fair share) against {new}", flush=True)
+    command = [
+        sys.executable,
+        str(root / "bench" / "compare.py"),
+        options.fifo_against,
+        new,
+        f"--db={options.db}",
+        f"--name={options.name}_fifo",
+        f"--rounds={options.fifo_rounds}",
+        f"--jobs={options.fifo_jobs}",
+        f"--single-jobs={options.fifo_jobs // 5}",
+        f"--config={options.config}",
+    ]
+    return subprocess.run(command, cwd=root).returncode
 
 
 # One mode of one round ---------------------------------------------------------------
@@ -85,21 +121,51 @@ def _round(options: argparse.Namespace, mode: str) -> dict[str, float]:
     task = _task("plain" if mode == "plain" else "shared")
     database.truncate()
     command = ["steady_queue", "--config", f"bench.configs.W{options.config}", "--skip-recurring"]
-    with processes.running([command]):
+    with processes.running([command]) as (supervisor,):
         _wait_for_workers()
         _trickle_for(task, options, WARM_UP)  # the workers' first polls and connections
         _wait_until_finished(options.timeout)
-        baseline = (time.time(), _trickle_for(task, options, options.baseline))
+        started = time.time()
+        quiet = _trickle_for(task, options, options.baseline)
+        baseline = (started, quiet.ended)
         _wait_until_finished(options.timeout)
         began = time.time()
         flood = _flood(task, options)
         enqueue_seconds = time.time() - began
+        cpu_before, finished_before = _cpu(supervisor.pid), _finished()
         stream = _Trickle(task, options)
         stream.start()
         _wait_until_finished(options.timeout, ids=flood)
+        cpu_after, finished_after = _cpu(supervisor.pid), _finished()
         stream.stop()
         _wait_until_finished(options.timeout)
-    return {**_figures(baseline, began), "A enqueue s": enqueue_seconds}
+    done = max(finished_after - finished_before, 1)
+    return {
+        **_figures(baseline, began),
+        # What a job of the drain cost the workers and the database server (CPU): the
+        # rates above are what the loaded machine left them.
+        "worker CPU ms/job": 1000 * (cpu_after[0] - cpu_before[0]) / done,
+        "database CPU ms/job": 1000 * (cpu_after[1] - cpu_before[1]) / done,
+        # Where B-E's pickup latency goes: the enqueue call itself (on SQLite, mostly the
+        # wait for the write lock), counted in the latency since the job's created_at.
+        "B-E enqueue call p95 ms": _percentile(stream.calls, 95) * 1000,
+        "empty-queue enqueue call p95 ms": _percentile(quiet.calls, 95) * 1000,
+        "A enqueue s": enqueue_seconds,
+    }
+
+
+def _cpu(supervisor: int) -> tuple[float, float]:
+    """CPU seconds so far of the workers (the supervisor's tree) and the database server
+    (bench/compare.py's count; SQLite's work is the workers' own)."""
+    from bench.compare import _cpu as cpu
+
+    return cpu(supervisor)
+
+
+def _finished() -> int:
+    from steady_queue.models import Job
+
+    return Job.objects.filter(finished_at__isnull=False).count()
 
 
 def _flood(task, options: argparse.Namespace) -> tuple[int, int]:
@@ -120,6 +186,8 @@ class _Trickle(threading.Thread):
     def __init__(self, task, options: argparse.Namespace):
         super().__init__(daemon=True)
         self.task, self.options, self.halt = task, options, threading.Event()
+        self.calls: list[float] = []  # seconds each enqueue call took
+        self.ended = 0.0
 
     def run(self) -> None:
         from django.db import connection
@@ -128,7 +196,9 @@ class _Trickle(threading.Thread):
         try:
             while not self.halt.is_set():
                 for tenant in TRICKLE:
+                    called = time.perf_counter()
                     self.task.enqueue(tenant, self.options.work)
+                    self.calls.append(time.perf_counter() - called)
                 tick += self.options.interval
                 self.halt.wait(max(tick - time.monotonic(), 0.0))
         finally:
@@ -139,13 +209,15 @@ class _Trickle(threading.Thread):
         self.join()
 
 
-def _trickle_for(task, options: argparse.Namespace, seconds: float) -> float:
-    """Run B-E's trickle alone for ``seconds``; return the time it ended (a boundary)."""
+def _trickle_for(task, options: argparse.Namespace, seconds: float) -> _Trickle:
+    """Run B-E's trickle alone for ``seconds``; return it, ``ended`` the time it ended
+    (a boundary)."""
     stream = _Trickle(task, options)
     stream.start()
     time.sleep(seconds)
     stream.stop()
-    return time.time()
+    stream.ended = time.time()
+    return stream
 
 
 def _figures(baseline: tuple[float, float], flood_began: float) -> dict[str, float]:
@@ -228,7 +300,15 @@ def _saturation(options: argparse.Namespace) -> None:
         worst = max(worst, *(abs(error) for error in errors.values()))
         described = ", ".join(f"{key} {shares[key]:.1%} ({errors[key]:+.1%})" for key in WEIGHTS)
         print(f"  window {index + 1}: {starts:,} starts: {described}")
-    print(f"  worst deviation from 1:2:4 over {len(windows)} window(s): {worst:.1%}")
+    verdict = (
+        "none: make --saturation larger"
+        if not windows
+        else ("within" if worst <= 0.10 else "OUTSIDE")
+    )
+    print(
+        f"  worst deviation from 1:2:4 over {len(windows)} window(s): {worst:.1%} "
+        f"(target: every window within 10%: {verdict})"
+    )
 
 
 def _windows(runs: list[dict], width: float) -> list[dict[str, int]]:
@@ -295,6 +375,14 @@ def _report_ratios(figures: dict[str, dict[str, list[float]]]) -> None:
         f"  fair drain / plain drain: "
         f"{fair['drain jobs/s'] / max(plain['drain jobs/s'], 1e-9):.2f}; load {os.getloadavg()}"
     )
+    # The same ratio within each round (its two modes ran back to back): what a drift
+    # of the shared machine between rounds moves least.
+    drains = zip(figures["fair"]["drain jobs/s"], figures["plain"]["drain jobs/s"], strict=True)
+    rounds = [fair_drain / max(plain_drain, 1e-9) for fair_drain, plain_drain in drains]
+    print(
+        f"  fair drain / plain drain, round by round: {', '.join(f'{r:.2f}' for r in rounds)}; "
+        f"median {statistics.median(rounds):.2f}"
+    )
 
 
 def _line(figures: dict[str, list[float]], index: int | None = None) -> str:
@@ -322,7 +410,13 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
     parser.add_argument("--only-saturation", action="store_true", help="the 1:2:4 run alone")
+    parser.add_argument("--fifo-against", metavar="REV", help="A/B of the FIFO path vs REV")
+    parser.add_argument("--fifo-rounds", type=int, default=5)
+    parser.add_argument("--fifo-jobs", type=int, default=3_000, help="jobs per FIFO drain")
+    parser.add_argument("--only-fifo", metavar="REV", help="the FIFO A/B vs REV alone")
     options = parser.parse_args()
+    if options.only_fifo:
+        options.fifo_against = options.only_fifo
     if options.smoke:
         options.jobs, options.rounds, options.baseline = 300, 1, 1.0
         options.saturation, options.window = 300, 0.25

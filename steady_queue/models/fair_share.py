@@ -17,7 +17,8 @@ keys that arrive again and again (a job enqueued as the last one starts) hold ``
 still, starving every key behind it.
 
 Tags are written where rows are made ready (``ReadyExecution.create_all_from_jobs``,
-a resume), only while this process has a ``@fair`` task (``fairness.in_use``) or the
+a resume, and the storages' fast enqueues, which put ``orders`` into their own
+statements), only while this process has a ``@fair`` task (``fairness.in_use``) or the
 jobs carry a key: otherwise the rows keep ``fair_order`` 0 (FIFO by job id) and
 nothing more is read. Weights come from ``FairWeight`` (a task's override, then the
 key's), then the task's ``@fair(weight=...)``; jobs without a key weigh 1.
@@ -63,24 +64,34 @@ def needed(jobs: Sequence[Job]) -> bool:
 def tag(rows: Sequence[ReadyExecution], jobs: Sequence[Job]) -> None:
     """Set ``fairness_key`` and ``fair_order`` of the unsaved ready ``rows`` of ``jobs``
     (the same order, the enqueue order within each key)."""
-    groups: dict[Group, list[tuple[ReadyExecution, str]]] = defaultdict(list)
-    for row, job in zip(rows, jobs, strict=True):
-        row.fairness_key = job.fairness_key
-        groups[(job.queue_name, job.priority, job.fairness_key)].append((row, job.task_path))
-    weights = Weights.of(
-        (task, key) for (_, _, key), members in groups.items() for _, task in members
-    )
+    for row, job, order in zip(rows, jobs, orders(jobs), strict=True):
+        row.fairness_key, row.fair_order = job.fairness_key, order
+
+
+def orders(jobs: Sequence[Job]) -> list[float]:
+    """The start tag of the ready row each of ``jobs`` gets now (the same order; within a
+    key, the enqueue order): two reads, the weights set and each group's bounds.
+
+    The portable path (``tag``) and the storages' fast enqueues, which write the tags
+    into their own statements, both take them from here.
+    """
+    groups: dict[Group, list[int]] = defaultdict(list)
+    for index, job in enumerate(jobs):
+        groups[(job.queue_name, job.priority, job.fairness_key)].append(index)
+    weights = Weights.of((job.task_path, job.fairness_key) for job in jobs)
     bounds = read_bounds(list(groups))
+    tags = [0.0] * len(jobs)
     for group, members in groups.items():
         low, last = bounds[group]
         order = None
-        for row, task_path in members:
-            step = 1 / weights[(task_path, group[2])]
+        for index in members:
+            step = 1 / weights[(jobs[index].task_path, group[2])]
             if order is None:
                 order = last + step if last is not None else low + (1 - HEAD_START) * step
             else:
                 order += step
-            row.fair_order = order
+            tags[index] = order
+    return tags
 
 
 def read_bounds(groups: list[Group]) -> dict[Group, tuple[float, float | None]]:
@@ -103,9 +114,13 @@ def _bounds_sql(groups: list[Group]) -> tuple[str, list]:
     where = f"{qn('queue_name')} = %s AND {qn('priority')} = %s"
     parts, params = [], []
     for number, (queue, priority, key) in enumerate(groups):
-        # MIN reads the poll index (queue, -priority, fair_order); MAX sq_ready_fair_key.
+        # V: the first entry of the poll index (queue, -priority, fair_order) in its order,
+        # not MIN(), which MariaDB answers by reading every entry of the queue and priority
+        # (no MIN/MAX shortcut past a descending key part): a whole backlog per enqueue.
+        # The key's last tag: MAX over sq_ready_fair_key, one look-up everywhere.
+        first = f"SELECT {order} FROM {table} WHERE {where} ORDER BY {qn('priority')} DESC, {order}"
         parts.append(
-            f"SELECT {number}, (SELECT MIN({order}) FROM {table} WHERE {where}), "
+            f"SELECT {number}, ({first} LIMIT 1), "
             f"(SELECT MAX({order}) FROM {table} WHERE {where} AND {qn('fairness_key')} = %s)"
         )
         params += [queue, priority, queue, priority, key]

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from ... import db
 from ...compat import TaskResultStatus
-from .. import fair_share, states
+from .. import states
 from ..label import JobLabel
 from .concurrency_controls import ConcurrencyControls
 from .pausable import Pausable
@@ -85,12 +85,12 @@ class Executable(UniqueJobs, RateLimited, Pausable, ConcurrencyControls):
     @property
     def is_ready_on_enqueue(self) -> bool:
         """Whether enqueueing makes this job ready straight away, with no semaphore to take
-        (nor, as far as this process knows, a paused task: ``TaskPause.seems_paused``), nor
-        a place in a fair order to compute (``fair_share``: never while a ``@fair`` task
-        is in use): the storages' fast enqueue writes nothing more."""
+        (nor, as far as this process knows, a paused task: ``TaskPause.seems_paused``): the
+        storages' fast enqueue writes nothing more than its ready row (with its place in
+        the fair order, ``fair_share.orders``, while fair share is in use)."""
         from ..task_pause import TaskPause
 
-        limited = self.is_concurrency_limited or self.is_rate_limited or fair_share.in_use()
+        limited = self.is_concurrency_limited or self.is_rate_limited
         return self.is_due and not limited and not TaskPause.seems_paused(self.task_path)
 
     @property

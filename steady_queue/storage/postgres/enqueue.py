@@ -3,6 +3,9 @@
 One job is one statement (a data-modifying CTE); many are copied with COPY in one
 transaction. A job's labels go into the label index (``JobLabel``) in that same
 statement, or copy. Scheduled, concurrency-limited and unique jobs take the ORM path.
+While fair share is in use, the ready rows carry their fairness key and their place in
+the fair order, read first (``fair_share.orders``: two reads) and written by the same
+statement, or copy.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Field
 
 from ... import db
-from ...models import Job, JobLabel, ReadyExecution
+from ...models import Job, JobLabel, ReadyExecution, fair_share
 from ...models.execution import READY_COPIED_FIELDS
 from .. import notify
 from ..sql import columns, table
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
 
 # The ready row of a job: its id, what it copies from the job, and when.
 READY_COLUMNS = ", ".join(["job_id", *READY_COPIED_FIELDS, "created_at"])
+# ... and, while fair share is in use, its key and place in the fair order.
+FAIR_READY_COLUMNS = f"{READY_COLUMNS}, fairness_key, fair_order"
 
 
 def enqueue_ready(job: Job, now: datetime) -> None:
@@ -33,8 +38,10 @@ def enqueue_ready(job: Job, now: datetime) -> None:
     fields = _job_fields()
     values = [field.get_db_prep_save(field.pre_save(job, True), connection) for field in fields]
     labels = [job.labels] if job.labels else []
+    fair = fair_share.orders([job]) if fair_share.needed([job]) else []
     with connection.cursor() as cursor:
-        cursor.execute(_enqueue_sql(bool(labels)), [*values, now, *labels, notify.READY_CHANNEL])
+        params = [*values, now, *fair, *labels, notify.READY_CHANNEL]
+        cursor.execute(_enqueue_sql(bool(labels), bool(fair)), params)
         job.pk = cursor.fetchone()[0]
     job._state.adding, job._state.db = False, db.alias()
 
@@ -47,8 +54,10 @@ def _job_fields() -> tuple[Field, ...]:
 
 
 @functools.cache
-def _enqueue_sql(labelled: bool) -> str:
+def _enqueue_sql(labelled: bool, fair: bool) -> str:
     fields, copied = _job_fields(), ", ".join(READY_COPIED_FIELDS)
+    # Fair: the key is the job's own, the place in the fair order a parameter.
+    into, tagged = (FAIR_READY_COLUMNS, ", fairness_key, %s") if fair else (READY_COLUMNS, "")
     # A labelled job's rows in the label index: one per element of the array given.
     labels = (
         f", labels AS (INSERT INTO {table(JobLabel)} (label, job_id) "
@@ -58,9 +67,10 @@ def _enqueue_sql(labelled: bool) -> str:
     )
     return (
         f"WITH job AS (INSERT INTO {table(Job)} ({columns(fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, {copied}), "
-        f"ready AS (INSERT INTO {table(ReadyExecution)} ({READY_COLUMNS}) "
-        f"SELECT id, {copied}, %s FROM job){labels} "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"RETURNING id, {copied}{', fairness_key' if fair else ''}), "
+        f"ready AS (INSERT INTO {table(ReadyExecution)} ({into}) "
+        f"SELECT id, {copied}, %s{tagged} FROM job){labels} "
         "SELECT id, pg_notify(%s, queue_name) FROM job"
     )
 
@@ -74,6 +84,7 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
     """
     calls, params = notify.ready_calls(job.queue_name for job in jobs)
     with db.atomic(), db.connection().cursor() as cursor:
+        fair = fair_share.orders(jobs) if fair_share.needed(jobs) else None
         cursor.execute(
             f"WITH sent AS MATERIALIZED (SELECT {calls}) "
             "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s), sent",
@@ -84,8 +95,15 @@ def enqueue_all_ready(jobs: list[Job], now: datetime) -> None:
         columns = ["id", *(field.column for field in _job_fields())]
         _copy(cursor, Job, columns, _job_rows(jobs, now))
         copied = operator.attrgetter(*READY_COPIED_FIELDS)  # more than one: a tuple
-        ready = ((job.pk, *copied(job), now) for job in jobs)
-        _copy(cursor, ReadyExecution, READY_COLUMNS.split(", "), ready)
+        if fair is None:
+            ready = ((job.pk, *copied(job), now) for job in jobs)
+            _copy(cursor, ReadyExecution, READY_COLUMNS.split(", "), ready)
+        else:
+            ready = (
+                (job.pk, *copied(job), now, job.fairness_key, order)
+                for job, order in zip(jobs, fair, strict=True)
+            )
+            _copy(cursor, ReadyExecution, FAIR_READY_COLUMNS.split(", "), ready)
         if any(job.labels for job in jobs):
             labelled = ((label, pk) for pk, label in JobLabel.rows_for(jobs))
             _copy(cursor, JobLabel, ["label", "job_id"], labelled)

@@ -4,8 +4,11 @@ The jobs go in one ``INSERT ... RETURNING id`` (several when SQLite's limit on
 parameters needs it), their ready rows in another (and their labels' rows in the label
 index in a third, when they have any), inside the caller's write transaction; the
 rows are built straight from the fields (``values``), without the ORM's
-``bulk_create`` machinery. Scheduled, concurrency-limited and unique jobs take the ORM
-path. Nobody is told: SQLite's idle workers watch the database's files.
+``bulk_create`` machinery. While fair share is in use, the ready rows carry their
+fairness key and their place in the fair order (``fair_share.orders``: two reads, in
+the same write transaction, so no other writer moves the bounds they were read
+from). Scheduled, concurrency-limited and unique jobs take the ORM path. Nobody is
+told: SQLite's idle workers watch the database's files.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Field
 
 from ... import db
-from ...models import Job, JobLabel, ReadyExecution
+from ...models import Job, JobLabel, ReadyExecution, fair_share
 from ...models.execution import READY_COPIED_FIELDS
 from ..sql import columns, table
 from .claim import by_name, chunks, max_rows, named
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
 
 # The ready row of a job: its id, what it copies from the job, and when.
 READY_COLUMNS = ["job_id", *READY_COPIED_FIELDS, "created_at"]
+# ... and, while fair share is in use, its key and place in the fair order.
+FAIR_READY_COLUMNS = [*READY_COLUMNS, "fairness_key", "fair_order"]
 
 
 def insert_ready(jobs: list[Job], now: datetime) -> None:
@@ -35,6 +40,7 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
     Runs inside a transaction; the ids are set on the jobs only once every row is in.
     """
     connection, fields = db.connection(), _job_fields()
+    fair = fair_share.orders(jobs) if fair_share.needed(jobs) else None
     rows = job_rows(jobs, _job_plan(), connection)
     ids: list[int] = []
     with connection.cursor() as cursor:
@@ -47,8 +53,12 @@ def insert_ready(jobs: list[Job], now: datetime) -> None:
             [pk, *(getattr(job, name) for name in READY_COPIED_FIELDS), created_at]
             for job, pk in zip(jobs, ids, strict=True)
         ]
-        for chunk in chunks(ready, max_rows(connection, len(READY_COLUMNS))):
-            _insert(cursor, _insert_ready_sql(len(chunk)), chunk)
+        if fair is not None:
+            for row, job, order in zip(ready, jobs, fair, strict=True):
+                row += [job.fairness_key, order]
+        width = len(READY_COLUMNS if fair is None else FAIR_READY_COLUMNS)
+        for chunk in chunks(ready, max_rows(connection, width)):
+            _insert(cursor, _insert_ready_sql(len(chunk), fair is not None), chunk)
         labelled = [[label, pk] for job, pk in zip(jobs, ids, strict=True) for label in job.labels]
         for chunk in chunks(labelled, max_rows(connection, 2)):
             _insert(cursor, _insert_labels_sql(len(chunk)), chunk)
@@ -85,9 +95,10 @@ def _insert_jobs_sql(count: int) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def _insert_ready_sql(count: int) -> str:
-    row = f"({', '.join(['%s'] * len(READY_COLUMNS))})"
-    into = f"{table(ReadyExecution)} ({', '.join(READY_COLUMNS)})"
+def _insert_ready_sql(count: int, fair: bool) -> str:
+    names = FAIR_READY_COLUMNS if fair else READY_COLUMNS
+    row = f"({', '.join(['%s'] * len(names))})"
+    into = f"{table(ReadyExecution)} ({', '.join(names)})"
     return _as_run(f"INSERT INTO {into} VALUES {', '.join([row] * count)}", count)
 
 
