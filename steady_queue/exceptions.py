@@ -194,3 +194,14 @@ class InvalidMetadata(ValueError):
     """Metadata a job cannot keep (``steady_queue.context.set_metadata``): a value that is
     not JSON, or a whole that would pass ``MAX_BYTES`` once serialized. Nothing is written.
     """
+
+
+class TransactionalTaskError(Exception):
+    """A ``@transactional`` task whose writes and success cannot share one transaction.
+
+    Raised as it is declared (an ``async def``, a backend whose jobs live in another
+    database than the one it writes to, a body calling a durable ``sleep`` or
+    ``wait_for_signal``), or in its run (its queue database is another one then, or its
+    body called ``sleep`` / ``wait_for_signal``): the run fails with it and whatever the
+    body wrote is rolled back.
+    """
