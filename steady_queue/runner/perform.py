@@ -8,9 +8,8 @@ the steps before and after the call on a helper thread, the call awaited on the 
 Whether it starts is the models' answer (``Job.cancelled_run``, ``paused_run``,
 ``admit_or_throttle``, ``ClaimedExecution.start_unless_lost``); how it ends is one ``Outcome``,
 recorded once by the claim (``ClaimedExecution.record``) the storage's way (``storage.finish``,
-which may claim the thread's next job in the same statement), or a ``@transactional`` task's
-success in its call's transaction (``transactional``). Whatever is raised from anywhere in
-a run, the job ends with it as its error: a run never leaves its claim.
+which may claim the thread's next job along; ``transactional``: in the call's transaction).
+Whatever is raised from anywhere in a run, the job ends with it: a run never leaves its claim.
 """
 
 from __future__ import annotations
@@ -19,13 +18,13 @@ from functools import partial
 
 from .. import storage
 from ..compat import TaskResult, task_started
-from ..exceptions import RescheduleJob
+from ..exceptions import RescheduleJob, SuspendRun
 from ..models import ClaimedExecution
 from ..models.attempt import error_details
 from ..models.execution.claimed_finish import Failure, Outcome, Success
 from ..observability import tracing
 from ..results import result_for, task_for
-from . import calling, cancellation, ending
+from . import calling, cancellation, durable_run, ending
 from .calling import Call, Run
 from .transactional import Transaction
 
@@ -49,6 +48,7 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
     job, task, outcome, tx = claimed.job, None, None, Transaction(claimed, then_claim)
     with tracing.run_span(job) as span:
         cancellation.forget(job.pk)
+        durable_run.forget(job.pk)
         try:
             # Cancelled while it waited (a cancel that landed as its last run failed
             # leaves it due for a retry): a cancelled job never runs again.
@@ -69,7 +69,8 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                     seen = cancellation.seen(job.pk)
                     outcome = tx.keep(job.cancelled_run(seen=seen) or Success(value))
         except BaseException as exc:
-            error = None if isinstance(exc, RescheduleJob) else exc  # asked to run again
+            # Asked to run again, or to sleep or wait (steady_queue.durable): no error.
+            error = None if isinstance(exc, (RescheduleJob, SuspendRun)) else exc
             # Ended inside the handler so that task_finished's receivers see sys.exc_info().
             return _end(tx, task, ending.outcome_of(job, exc), span, error)
         return _end(tx, task, outcome, span)
@@ -88,6 +89,7 @@ def _end(
     """
     if isinstance(outcome, Failure):
         span.failed(outcome.exc if error is None else error)
+    durable_run.forget(tx.claimed.job_id)
     finished = storage.Finished(False) if outcome is None else tx.finish(outcome)
     span.ended(ending.label(outcome, tx.claimed.job) if finished.recorded else "lost")
     if not (finished.recorded and outcome.is_attempt and task is not None):
