@@ -17,6 +17,7 @@ from steady_queue.models import (
     FailedExecution,
     Job,
     JobLogLine,
+    JobStep,
     ReadyExecution,
 )
 from steady_queue.models.execution.outcomes import Success
@@ -238,3 +239,26 @@ def test_the_last_log_lines_of_a_rolled_back_body_are_kept():
     assert tokens() == []
     lines = JobLogLine.objects.filter(job_id=int(result.id)).values_list("message", flat=True)
     assert list(lines) == ["wrote logged, failing now"]
+
+
+def test_a_body_that_sleeps_through_a_helper_is_refused_at_run_time():
+    result = tasks.write_then_sleep.enqueue("napping")
+
+    run_ready_jobs()
+
+    failure = failure_of(result)
+    assert failure.exception_class == "steady_queue.exceptions.TransactionalTaskError"
+    assert "durable.sleep cannot run inside a @transactional task" in failure.message
+    assert tokens() == []
+    assert not JobStep.objects.filter(job_id=result.id).exists()
+
+
+def test_a_step_is_recorded_with_the_body_or_rolled_back_with_it():
+    failed = tasks.step_then.enqueue("first", fail=True)
+    done = tasks.step_then.enqueue("second", fail=False)
+
+    run_ready_jobs()
+
+    assert tokens() == ["second"]
+    assert list(JobStep.objects.values_list("job_id", "name")) == [(int(done.id), "write")]
+    assert Job.objects.get(pk=failed.id).finished_at is None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 import steady_queue
+from steady_queue import durable
 from steady_queue.compat import task
+from steady_queue.durable import wait_for_signal
 from steady_queue.exceptions import TransactionalTaskError
 from steady_queue.task_options import transactional as option
 from steady_queue.task_options.transactional import transactional
@@ -84,3 +88,30 @@ def test_inside_a_body_callbacks_wait_and_durable_calls_are_refused():
         with pytest.raises(TransactionalTaskError, match=r"durable\.sleep cannot run inside"):
             option.refuse_inside("sleep")
     assert after and ran == []  # the runner runs them once the transaction ended
+
+
+def sleeps(context):
+    durable.sleep(context, timedelta(seconds=1))
+
+
+def waits(context):
+    return wait_for_signal(context, "go")
+
+
+def waits_in_a_lambda(context):
+    return (lambda: durable.wait_for_signal(context, "go"))()
+
+
+@pytest.mark.parametrize(
+    ("body", "call"),
+    [(sleeps, "sleep"), (waits, "wait_for_signal"), (waits_in_a_lambda, "wait_for_signal")],
+)
+def test_a_body_that_sleeps_or_waits_is_refused(body, call):
+    with pytest.raises(TransactionalTaskError, match=rf"calls steady_queue\.durable\.{call}"):
+        transactional(task(takes_context=True)(body))
+
+
+def test_the_public_import_path():
+    from steady_queue.durable import transactional as public
+
+    assert public is transactional

@@ -105,3 +105,31 @@ def write_under_load(context, log_path: str, token: str) -> str:
     if zlib.crc32(f"{token}/{context.attempt}".encode()) % 5 == 0:
         raise ValueError(f"{token} fails attempt {context.attempt} after writing")
     return token
+
+
+# With steady_queue.durable (tests/runner/test_transactional.py).
+
+
+def _nap(context) -> None:
+    # Through a helper: what the decoration's look at the task's own code cannot see.
+    from steady_queue import durable
+
+    durable.sleep(context, timedelta(seconds=60))
+
+
+@transactional
+@task(takes_context=True)
+def write_then_sleep(context, token: str) -> None:
+    TransactionalWrite.objects.create(token=token)
+    _nap(context)
+
+
+@transactional
+@task(takes_context=True)
+def step_then(context, token: str, fail: bool) -> str:
+    from steady_queue.durable import step
+
+    step(context, "write", lambda: TransactionalWrite.objects.create(token=token).token)
+    if fail:
+        raise ValueError(f"failed after the step of {token}")
+    return token
