@@ -35,13 +35,15 @@ class Transaction:
 
     def __init__(self, claimed: ClaimedExecution, then_claim: storage.ClaimNext | None = None):
         self.claimed, self.then_claim = claimed, then_claim
-        self.declaration = transactional.declared(claimed.job.task_path)
+        self.declaration: transactional.Transactional | None = None
         #: Whether the success was recorded inside the block, which then committed.
         self.committed = False
 
     @contextlib.contextmanager
     def around(self) -> Iterator[Transaction]:
         """The block the task is called in (nothing for a task not transactional)."""
+        # Asked once the task was loaded for the run: its module has declared it by then.
+        self.declaration = transactional.declared(self.claimed.job.task_path)
         if self.declaration is None:
             yield self
             return

@@ -37,8 +37,10 @@ class TaskOptions[T]:
 
     def get(self, task_path: str) -> T | None:
         if task_path not in self._options and task_path not in self._imported:
-            self._imported.add(task_path)
+            # Noted once imported, not before: a thread asking while another imports the
+            # module waits on Python's import lock for it, instead of a miss.
             _import_task(task_path)
+            self._imported.add(task_path)
         return self._options.get(task_path)
 
     def values(self) -> list[T]:

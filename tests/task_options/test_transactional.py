@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -115,3 +118,19 @@ def test_the_public_import_path():
     from steady_queue.durable import transactional as public
 
     assert public is transactional
+
+
+def test_a_thread_asking_while_another_imports_the_task_waits_for_its_declaration():
+    # Two threads of a new worker running the task's first jobs: the second must not take
+    # the module it did not import yet for a task without the option.
+    path = "tests.tasks.slow_import.declared_late"
+    assert "tests.tasks.slow_import" not in sys.modules
+    found = []
+    first = threading.Thread(target=lambda: found.append(option.declared(path)))
+    first.start()
+    time.sleep(0.1)  # the first thread is importing the module now
+
+    second = option.declared(path)
+
+    first.join()
+    assert second == option.Transactional("default") == found[0]
