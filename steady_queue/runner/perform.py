@@ -18,7 +18,6 @@ from functools import partial
 
 from .. import storage
 from ..compat import TaskResult, task_started
-from ..exceptions import RescheduleJob, SuspendRun
 from ..models import ClaimedExecution
 from ..models.attempt import error_details
 from ..models.execution.claimed_finish import Failure, Outcome, Success
@@ -49,7 +48,6 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
     job, task, outcome = claimed.job, None, None
     with tracing.run_span(job) as span:
         cancellation.forget(job.pk)
-        durable_run.forget(job.pk)
         try:
             # Cancelled while it waited (a cancel that landed as its last run failed
             # leaves it due for a retry): a cancelled job never runs again.
@@ -68,8 +66,7 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                 # The task saw its cancellation, and returned: it ends cancelled.
                 outcome = job.cancelled_run(seen=cancellation.seen(job.pk)) or Success(value)
         except BaseException as exc:
-            # Asked to run again, or to sleep or wait (steady_queue.durable): no error.
-            error = None if isinstance(exc, (RescheduleJob, SuspendRun)) else exc
+            error = None if isinstance(exc, ending.RUN_AGAIN) else exc  # asked to run again
             # Ended inside the handler so that task_finished's receivers see sys.exc_info().
             return _end(claimed, task, ending.outcome_of(job, exc), then_claim, span, error)
         return _end(claimed, task, outcome, then_claim, span)
@@ -89,7 +86,7 @@ def _end(
     """
     if isinstance(outcome, Failure):
         span.failed(outcome.exc if error is None else error)
-    durable_run.forget(claimed.job_id)
+    durable_run.forget(claimed.job_id)  # every run ends here: its durable calls are over
     if outcome is None:
         finished = storage.Finished(False)
     else:
