@@ -1,7 +1,7 @@
 """What one run of a durable task has done so far: names used, sleeps counted, records read.
 
 ``steady_queue.durable`` keeps it per job id while the job runs; ``perform`` forgets it
-as a run starts and as it ends, so a run never sees the names of the run before. A
+as every run ends, so a run never sees the names of the run before. A
 job runs on one thread at a time: no lock is needed around one job's state.
 """
 
@@ -61,5 +61,5 @@ def of(job_id: int) -> DurableRun:
 
 
 def forget(job_id: int) -> None:
-    """Drop what a run of ``job_id`` did (as a run starts, and as it ends)."""
+    """Drop what a run of ``job_id`` did (as it ends)."""
     _runs.pop(job_id, None)

@@ -6,7 +6,7 @@ import logging
 import threading
 
 from ..compat import TaskResult, task_finished
-from ..exceptions import AwaitSignal, DurableSleep, RescheduleJob
+from ..exceptions import AwaitSignal, DurableSleep, RescheduleJob, SuspendRun
 from ..models import Job
 from ..models.execution.claimed_finish import (
     Failure,
@@ -23,6 +23,10 @@ from ..results import result_for, task_for
 from . import cancellation
 
 logger = logging.getLogger("steady_queue.perform")
+
+#: What a task raises to run again later, not as an error: ``reschedule``, a durable
+#: ``sleep`` or ``wait_for_signal``.
+RUN_AGAIN = (RescheduleJob, SuspendRun)
 
 #: The span's word for a recorded outcome (a Failure's: ``failure_label``).
 LABELS = {

@@ -18,7 +18,6 @@ from functools import partial
 
 from .. import storage
 from ..compat import TaskResult, task_started
-from ..exceptions import RescheduleJob, SuspendRun
 from ..models import ClaimedExecution
 from ..models.attempt import error_details
 from ..models.execution.claimed_finish import Failure, Outcome, Success
@@ -48,7 +47,6 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
     job, task, outcome, tx = claimed.job, None, None, Transaction(claimed, then_claim)
     with tracing.run_span(job) as span:
         cancellation.forget(job.pk)
-        durable_run.forget(job.pk)
         try:
             # Cancelled while it waited (a cancel that landed as its last run failed
             # leaves it due for a retry): a cancelled job never runs again.
@@ -69,8 +67,7 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                     seen = cancellation.seen(job.pk)
                     outcome = tx.keep(job.cancelled_run(seen=seen) or Success(value))
         except BaseException as exc:
-            # Asked to run again, or to sleep or wait (steady_queue.durable): no error.
-            error = None if isinstance(exc, (RescheduleJob, SuspendRun)) else exc
+            error = None if isinstance(exc, ending.RUN_AGAIN) else exc  # asked to run again
             # Ended inside the handler so that task_finished's receivers see sys.exc_info().
             return _end(tx, task, ending.outcome_of(job, exc), span, error)
         return _end(tx, task, outcome, span)
@@ -89,7 +86,7 @@ def _end(
     """
     if isinstance(outcome, Failure):
         span.failed(outcome.exc if error is None else error)
-    durable_run.forget(tx.claimed.job_id)
+    durable_run.forget(tx.claimed.job_id)  # every run ends here: its durable calls are over
     finished = storage.Finished(False) if outcome is None else tx.finish(outcome)
     span.ended(ending.label(outcome, tx.claimed.job) if finished.recorded else "lost")
     if not (finished.recorded and outcome.is_attempt and task is not None):

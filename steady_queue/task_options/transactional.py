@@ -49,7 +49,8 @@ from . import TaskOptions
 
 #: The durable calls that end a run to resume it later: never inside a transactional body.
 RESUMING_CALLS = ("sleep", "wait_for_signal")
-DURABLE_MODULE = "steady_queue.durable"
+#: Where they live: the public face, and the runner's module that defines them.
+DURABLE_MODULES = ("steady_queue.durable", "steady_queue.runner.durable_calls")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +130,7 @@ def resuming_calls(func: Callable[..., Any]) -> str | None:
             value = namespace.get(name)
             if _is_resuming(value):
                 return value.__name__
-            is_durable = isinstance(value, types.ModuleType) and value.__name__ == DURABLE_MODULE
+            is_durable = isinstance(value, types.ModuleType) and value.__name__ in DURABLE_MODULES
             used = [call for call in RESUMING_CALLS if call in code.co_names]
             if is_durable and used:
                 return used[0]
@@ -137,7 +138,7 @@ def resuming_calls(func: Callable[..., Any]) -> str | None:
 
 
 def _is_resuming(value: object) -> bool:
-    return getattr(value, "__module__", None) == DURABLE_MODULE and (
+    return getattr(value, "__module__", None) in DURABLE_MODULES and (
         getattr(value, "__name__", None) in RESUMING_CALLS
     )
 

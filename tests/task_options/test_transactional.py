@@ -134,3 +134,9 @@ def test_a_thread_asking_while_another_imports_the_task_waits_for_its_declaratio
 
     first.join()
     assert second == option.Transactional("default") == found[0]
+
+
+def test_the_durable_calls_are_found_where_they_live():
+    # The look at a body's names knows them by module: a move must be followed there.
+    for call in (durable.sleep, durable.wait_for_signal):
+        assert call.__module__ in option.DURABLE_MODULES and option._is_resuming(call)
