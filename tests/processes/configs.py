@@ -88,3 +88,10 @@ FOUR_WORKERS = Configuration.Options(
     dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
     workers=[Configuration.Worker(queues=["*"], threads=2, processes=4, polling_interval=0.05)],
 )
+
+# Two worker processes of three threads and a quick dispatcher (sleeps coming due, retries
+# of killed runs): tests/processes/test_durable_kills.py.
+DURABLE = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
+    workers=[Configuration.Worker(queues=["*"], threads=3, processes=2, polling_interval=0.05)],
+)
