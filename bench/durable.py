@@ -15,8 +15,8 @@ every statement its runs sent (Django's, counted on the connection) per job; a s
 overhead is the difference to ``plain``, per step.
 
 Sleeping jobs. ``--sleeping`` jobs of a task that takes one step and sleeps a day are
-made once (run in-process: each is a scheduled job with its step and its sleep
-recorded, as in production), their rows kept aside; each round then measures, with
+made once (one run for real; the rest in bulk as that run left its job: scheduled a
+day later, its step and its sleep recorded), their rows kept aside; each round then measures, with
 and without them (taking turns), the claim of ``--ready`` ready jobs in polls of
 ``--batch`` through the database's fast storage as a worker's loop does
 (``storage.for_alias().claim``), and the dispatcher's poll for due scheduled jobs
@@ -180,13 +180,51 @@ def _sleeping(options: argparse.Namespace) -> None:
 
 
 def _build_backlog(options: argparse.Namespace) -> None:
+    """What ``--sleeping`` runs of the sleeper leave, made in bulk: one run for real, to
+    check the shape, then the rest as that run left its job (scheduled a day later, its
+    step and its sleep recorded), by ``enqueue_all`` and ``bulk_create``."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
     from bench import durable_tasks
     from steady_queue.backend import enqueue_all
-    from steady_queue.models import ScheduledExecution
+    from steady_queue.models import JobStep, ScheduledExecution
 
-    for start in range(0, options.sleeping, 5000):
-        enqueue_all([(durable_tasks.sleeper, (), {})] * min(5000, options.sleeping - start))
+    enqueue_all([(durable_tasks.sleeper, (), {})])
     _run_all()
+    real = list(JobStep.objects.order_by("kind").values_list("kind", "name"))
+    assert real == [("sleep", "1"), ("step", "begin")], real
+    assert ScheduledExecution.objects.count() == 1
+    wake = timezone.now() + timedelta(days=1)
+    sleeper = durable_tasks.sleeper.using(run_after=wake)
+    for start in range(1, options.sleeping, 5000):
+        results = enqueue_all([(sleeper, (), {})] * min(5000, options.sleeping - start))
+        now = timezone.now()
+        rows = []
+        for result in results:
+            job_id = int(result.id)
+            rows.append(
+                JobStep(
+                    job_id=job_id,
+                    kind="step",
+                    name="begin",
+                    result={"n": 0, "ok": True},
+                    created_at=now,
+                    completed_at=now,
+                )
+            )
+            rows.append(
+                JobStep(
+                    job_id=job_id,
+                    kind="sleep",
+                    name="1",
+                    until=wake,
+                    created_at=now,
+                    completed_at=now,
+                )
+            )
+        JobStep.objects.bulk_create(rows, batch_size=1000)
     assert ScheduledExecution.objects.count() == options.sleeping
 
 
