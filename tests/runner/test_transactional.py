@@ -262,3 +262,13 @@ def test_a_step_is_recorded_with_the_body_or_rolled_back_with_it():
     assert tokens() == ["second"]
     assert list(JobStep.objects.values_list("job_id", "name")) == [(int(done.id), "write")]
     assert Job.objects.get(pk=failed.id).finished_at is None
+
+
+def test_a_job_enqueued_by_the_body_commits_or_rolls_back_with_it():
+    tasks.write_and_enqueue.enqueue("kept", fail=False)
+    tasks.write_and_enqueue.enqueue("dropped", fail=True)
+
+    run_ready_jobs(max_jobs=2)
+
+    assert tokens() == ["kept"]
+    assert Job.objects.filter(task_path="tests.tasks.noop").count() == 1

@@ -133,3 +133,16 @@ def step_then(context, token: str, fail: bool) -> str:
     if fail:
         raise ValueError(f"failed after the step of {token}")
     return token
+
+
+@transactional
+@task()
+def write_and_enqueue(token: str, fail: bool) -> str:
+    """Its follow-up task is enqueued in its transaction: it exists only if the body committed."""
+    from tests import tasks
+
+    TransactionalWrite.objects.create(token=token)
+    tasks.noop.enqueue()
+    if fail:
+        raise ValueError(f"failed after enqueueing for {token}")
+    return token
