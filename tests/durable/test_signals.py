@@ -79,7 +79,7 @@ def test_a_waiting_job_can_be_cancelled_and_then_gets_no_signal():
     run()
     job(result).cancel()
     assert error_class(result) == CANCELLED_CLASS
-    with pytest.raises(SignalNotDeliverable, match="has ended"):
+    with pytest.raises(SignalNotDeliverable, match="has ended \\(cancelled\\)"):
         send_signal(result, "go", 1)
     assert not WaitingExecution.objects.exists()
 
