@@ -11,8 +11,7 @@ machine falls on all alike): ``plain`` calls a function ``--steps`` times; ``ste
 wraps each call in ``step(context, name, fn)``, which records its result; ``replayed``
 runs jobs whose steps were all recorded by an earlier run (the run after a sleep), so
 that each ``step`` returns its stored value. A phase's figures are its wall time and
-every statement its runs sent through Django per job (SQLite's fast storage sends its
-claims and finishes on the raw sqlite3 connection: not counted); a step's
+every statement its runs sent through Django, per job; a step's
 overhead is the difference to ``plain``, per step.
 
 Sleeping jobs. ``--sleeping`` jobs of a task that takes one step and sleeps a day are
