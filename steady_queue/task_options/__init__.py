@@ -2,8 +2,8 @@
 
 Each option has a module here: ``concurrency`` (``@limits_concurrency``), ``retries``
 (``@retry_policy``), ``uniqueness`` (``@unique``), ``rate_limits`` (``@rate_limit``),
-``timeouts`` (``@timeout``), ``recurring_task`` (``@recurring``) and ``labels``
-(``@labels``, also a ``with`` block). This module holds
+``timeouts`` (``@timeout``), ``recurring_task`` (``@recurring``), ``transactional``
+(``@transactional``) and ``labels`` (``@labels``, also a ``with`` block). This module holds
 what they share: the registry of one kind of option, and how a key is stored. All of
 them sit in the foundation: they import no model, storage, process or backend.
 """
