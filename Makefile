@@ -23,7 +23,7 @@ help:
 	@echo "make test [DB=sqlite|postgres|mysql] [ARGS=...] [JOBS=auto|N|0]"
 	@echo "                           install what the tests need and run the whole suite"
 	@echo "make test-faults [DB=...]  the fault suite (kill -9, SIGSTOP, a database restart), left out of make test"
-	@echo "make test-slow-processes [DB=...]  only the process tests marked slow (1,000 batches under kill -9)"
+	@echo "make test-slow-processes [DB=...]  only the process tests marked slow (1,000 batches, 500 durable jobs under kill -9)"
 	@echo "make test-django52         run the suite on Django 5.2 with the django-tasks backport (SQLite)"
 	@echo "make docs                  build the documentation site into site/ (mkdocs build --strict)"
 	@echo "make docs-test [DB=...] [FRESH_VIRTUALENV=1|0]"
@@ -49,7 +49,8 @@ test-faults: check-db system-deps
 	wrapper=(); if [ "$(DB)" = postgres ]; then wrapper=($(VENV)/bin/python -m tests.faults.private_postgres); fi; \
 	SQ_TEST_DB=$(DB) "$${wrapper[@]}" $(VENV)/bin/python -m pytest -n 0 -m slow tests/faults tests/processes $(ARGS)
 
-# The process tests marked slow only (a batch's callbacks over 1,000 runs under kill -9):
+# The process tests marked slow only (a batch's callbacks over 1,000 runs, 500 durable jobs,
+# under kill -9):
 # for databases without a fault suite stage of their own in CI (MySQL/MariaDB).
 test-slow-processes: check-db system-deps
 	scripts/ensure-venv $(VENV) test

@@ -202,3 +202,69 @@ class EncryptionKeyMissing(Exception):
     The key it was sealed with was removed from the ring (or the data is corrupt). A run
     fails with it before its task is called: a job is never run with garbage.
     """
+
+
+# Durable execution (``steady_queue.durable``).
+
+
+class SignalTimeout(Exception):
+    """``wait_for_signal(context, name, timeout=...)``: the signal did not come in time.
+
+    Raised at the wait, in the run after the deadline passed; the task may catch it and
+    go on. Every later run of the job raises it again at the same wait (the timeout is
+    recorded, as a step's result is). ``name`` is the signal waited for.
+    """
+
+    def __init__(self, message: str, *, name: str = ""):
+        super().__init__(message)
+        self.name = name
+
+
+class SignalNotDeliverable(Exception):
+    """``send_signal`` refused: nothing was written.
+
+    The job does not exist, has ended (finished, failed or cancelled), already received
+    a signal of that name, or already stopped waiting for it (delivered or timed out).
+    """
+
+
+class DurableStepError(ValueError):
+    """A durable call the job cannot record: a step or signal name used twice in one
+    run, an empty or too long name, or a step result or signal payload that cannot be
+    stored (not serializable, or a payload past 64 KB). Nothing was recorded.
+    """
+
+
+class SuspendRun(BaseException):
+    """Raised by ``durable.sleep`` / ``wait_for_signal`` to end the run without an attempt.
+
+    A ``BaseException``, like ``RescheduleJob``, so that a task's ``except Exception``
+    does not swallow it; the runner turns it into its outcome (not an attempt).
+    """
+
+
+class DurableSleep(SuspendRun):
+    """The run ends; the job sleeps until ``run_at`` (``number``: the run's n-th sleep)."""
+
+    def __init__(self, run_at: datetime, number: int):
+        super().__init__(f"Sleeping until {run_at.isoformat()}")
+        self.run_at, self.number = run_at, number
+
+
+class AwaitSignal(SuspendRun):
+    """The run ends; the job waits for the signal ``name`` (until ``deadline``, if any)."""
+
+    def __init__(self, name: str, deadline: datetime | None, *, new: bool):
+        super().__init__(f"Waiting for signal {name!r}")
+        self.name, self.deadline, self.new = name, deadline, new
+
+
+class TransactionalTaskError(Exception):
+    """A ``@transactional`` task whose writes and success cannot share one transaction.
+
+    Raised as it is declared (an ``async def``, a backend whose jobs live in another
+    database than the one it writes to, a body calling a durable ``sleep`` or
+    ``wait_for_signal``), or in its run (its queue database is another one then, or its
+    body called ``sleep`` / ``wait_for_signal``): the run fails with it and whatever the
+    body wrote is rolled back.
+    """

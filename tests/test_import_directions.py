@@ -78,6 +78,7 @@ TOP_LEVEL = {
         "batches",
         "cleanup",
         "context",
+        "durable",
         "fairness",
         "recurring_task",
         "pauses",

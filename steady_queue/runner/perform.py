@@ -8,8 +8,8 @@ the steps before and after the call on a helper thread, the call awaited on the 
 Whether it starts is the models' answer (``Job.cancelled_run``, ``paused_run``,
 ``admit_or_throttle``, ``ClaimedExecution.start_unless_lost``); how it ends is one ``Outcome``,
 recorded once by the claim (``ClaimedExecution.record``) the storage's way (``storage.finish``,
-which may claim the thread's next job in the same statement). Whatever is raised from
-anywhere in a run, the job ends with it as its error: a run never leaves its claim.
+which may claim the thread's next job along; ``transactional``: in the call's transaction).
+Whatever is raised from anywhere in a run, the job ends with it: a run never leaves its claim.
 """
 
 from __future__ import annotations
@@ -18,18 +18,16 @@ from functools import partial
 
 from .. import storage
 from ..compat import TaskResult, task_started
-from ..exceptions import RescheduleJob
 from ..models import ClaimedExecution
 from ..models.attempt import error_details
 from ..models.execution.claimed_finish import Failure, Outcome, Success
 from ..observability import tracing
 from ..results import result_for, task_for
-from . import calling, cancellation, ending
+from . import calling, cancellation, durable_run, ending
 from .calling import Call, Run
+from .transactional import Transaction
 
 __all__ = ["Call", "error_details", "perform", "perform_then_claim", "performing"]
-
-Ended = tuple[TaskResult | None, storage.Finished]
 
 
 def perform(claimed: ClaimedExecution) -> TaskResult | None:
@@ -46,7 +44,7 @@ def perform_then_claim(
 
 def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None = None) -> Run:
     """The steps of one run, under its span; see the module's docstring."""
-    job, task, outcome = claimed.job, None, None
+    job, task, outcome, tx = claimed.job, None, None, Transaction(claimed, then_claim)
     with tracing.run_span(job) as span:
         cancellation.forget(job.pk)
         try:
@@ -62,39 +60,38 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                 # Asked as it starts: a worker pruned while stopped before starts nothing.
                 start = partial(task_started.send, ending.backend(), task_result=started)
                 if not claimed.start_unless_lost(start):
-                    return _end(claimed, task, None, then_claim, span)
-                value = yield from calling.call(task, started, claimed)
-                # The task saw its cancellation, and returned: it ends cancelled.
-                outcome = job.cancelled_run(seen=cancellation.seen(job.pk)) or Success(value)
+                    return _end(tx, task, None, span)
+                with tx.around():  # @transactional: the call and its success, one transaction
+                    value = yield from calling.call(task, started, claimed)
+                    # The task saw its cancellation, and returned: it ends cancelled.
+                    seen = cancellation.seen(job.pk)
+                    outcome = tx.keep(job.cancelled_run(seen=seen) or Success(value))
         except BaseException as exc:
-            error = None if isinstance(exc, RescheduleJob) else exc  # asked to run again
+            error = None if isinstance(exc, ending.RUN_AGAIN) else exc  # asked to run again
             # Ended inside the handler so that task_finished's receivers see sys.exc_info().
-            return _end(claimed, task, ending.outcome_of(job, exc), then_claim, span, error)
-        return _end(claimed, task, outcome, then_claim, span)
+            return _end(tx, task, ending.outcome_of(job, exc), span, error)
+        return _end(tx, task, outcome, span)
 
 
 def _end(
-    claimed: ClaimedExecution,
+    tx: Transaction,
     task,
     outcome: Outcome | None,
-    then_claim: storage.ClaimNext | None,
     span: tracing.Run,
     error: BaseException | None = None,
-) -> Ended:
+) -> tuple[TaskResult | None, storage.Finished]:
     """Have the storage record ``outcome`` (None: the claim was lost), then tell who listens.
 
     ``error``: what the task raised. Only an attempt sends task_finished, once recorded.
     """
     if isinstance(outcome, Failure):
         span.failed(outcome.exc if error is None else error)
-    if outcome is None:
-        finished = storage.Finished(False)
-    else:
-        finished = storage.for_alias().finish(claimed, outcome, then_claim=then_claim)
-    span.ended(ending.label(outcome, claimed.job) if finished.recorded else "lost")
+    durable_run.forget(tx.claimed.job_id)  # every run ends here: its durable calls are over
+    finished = storage.Finished(False) if outcome is None else tx.finish(outcome)
+    span.ended(ending.label(outcome, tx.claimed.job) if finished.recorded else "lost")
     if not (finished.recorded and outcome.is_attempt and task is not None):
         return None, finished
-    result = ending.finished(claimed.job, task)
+    result = ending.finished(tx.claimed.job, task)
     if ending.stops_the_caller(error):
         raise error  # Ctrl-C in run_ready_jobs: recorded, and the caller stops
     return result, finished

@@ -21,6 +21,7 @@ import collections
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ from .. import db, encryption
 from ..configuration import seconds
 from ..models.attempt import storable
 from ..models.run_log import LOGGER_LENGTH, JobLogLine
+from ..task_options import transactional
 
 logger = logging.getLogger("steady_queue.processes")
 
@@ -149,7 +151,9 @@ def capture(job: Any, code: CodeType | None = None) -> Iterator[RunLog]:
         _forget(token)
         for stream in list(run._partial):
             run.printed(stream, "\n")
-        write([run])
+        # A @transactional task's: once its transaction ends, so that a rollback keeps them.
+        if not transactional.after_transaction(functools.partial(write, [run])):
+            write([run])
 
 
 def attach_task(task: asyncio.Task | None) -> None:

@@ -2,11 +2,11 @@
 
 Each option has a module here: ``concurrency`` (``@limits_concurrency``), ``retries``
 (``@retry_policy``), ``uniqueness`` (``@unique``), ``rate_limits`` (``@rate_limit``),
-``timeouts`` (``@timeout``), ``recurring_task`` (``@recurring``), ``labels``
-(``@labels``, also a ``with`` block) and ``encryption`` (``@encrypted``, with the key
-ring that seals an encrypted task's data). This module holds what they share: the
-registry of one kind of option, and how a key is stored. All of them sit in the
-foundation: they import no model, storage, process or backend.
+``timeouts`` (``@timeout``), ``recurring_task`` (``@recurring``), ``transactional``
+(``@transactional``), ``labels`` (``@labels``, also a ``with`` block) and ``encryption``
+(``@encrypted``, with the key ring that seals an encrypted task's data). This module
+holds what they share: the registry of one kind of option, and how a key is stored. All
+of them sit in the foundation: they import no model, storage, process or backend.
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ class TaskOptions[T]:
 
     def get(self, task_path: str) -> T | None:
         if task_path not in self._options and task_path not in self._imported:
-            self._imported.add(task_path)
+            # Noted once imported, not before: a thread asking while another imports the
+            # module waits on Python's import lock for it, instead of a miss.
             _import_task(task_path)
+            self._imported.add(task_path)
         return self._options.get(task_path)
 
     def values(self) -> list[T]:

@@ -15,3 +15,13 @@ class Account(models.Model):
 class Document(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4)
     title = models.CharField(max_length=100)
+
+
+class TransactionalWrite(models.Model):
+    """A row a ``@transactional`` test task writes (tests/tasks/transactional.py).
+
+    No unique constraint: a body whose writes were kept twice would show as two rows.
+    """
+
+    token = models.CharField(max_length=100)
+    attempt = models.PositiveIntegerField(default=1)

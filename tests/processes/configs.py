@@ -81,3 +81,17 @@ ASYNC = Configuration.Options(
         Configuration.Worker(queues=["*"], threads=2, polling_interval=0.05, async_concurrency=1000)
     ],
 )
+
+# Four worker processes of two threads and a quick dispatcher (the retries of killed and
+# failed runs come back through it): tests/processes/test_transactional.py.
+FOUR_WORKERS = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
+    workers=[Configuration.Worker(queues=["*"], threads=2, processes=4, polling_interval=0.05)],
+)
+
+# Two worker processes of three threads and a quick dispatcher (sleeps coming due, retries
+# of killed runs): tests/processes/test_durable_kills.py.
+DURABLE = Configuration.Options(
+    dispatchers=[Configuration.Dispatcher(polling_interval=0.1)],
+    workers=[Configuration.Worker(queues=["*"], threads=3, processes=2, polling_interval=0.05)],
+)

@@ -37,8 +37,10 @@ from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     Paused,
     Release,
     Reschedule,
+    Sleep,
     Success,
     Throttle,
+    WaitForSignal,
 )
 
 if TYPE_CHECKING:
@@ -104,6 +106,16 @@ class ClaimedFinish:
                 extra=claim_fields(self),
             )
         return self._retrying(lambda: self._store(LastResort(), worker_id, None, None))
+
+    def record_within(self, outcome: Success) -> bool:
+        """Record a success in the caller's open transaction (a ``@transactional`` run's).
+
+        The portable finish (a savepoint of the caller's transaction), without ``record``'s
+        retries or fallbacks: whatever stops it is raised, so that the caller rolls back
+        the task's writes with it and records the failure after, in a transaction of its
+        own. False if the claim was lost (the caller rolls back then too).
+        """
+        return self._store(outcome, None, None, None)
 
     def _store(
         self: ClaimedExecution,
