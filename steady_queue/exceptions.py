@@ -194,3 +194,58 @@ class InvalidMetadata(ValueError):
     """Metadata a job cannot keep (``steady_queue.context.set_metadata``): a value that is
     not JSON, or a whole that would pass ``MAX_BYTES`` once serialized. Nothing is written.
     """
+
+
+# Durable execution (``steady_queue.durable``).
+
+
+class SignalTimeout(Exception):
+    """``wait_for_signal(context, name, timeout=...)``: the signal did not come in time.
+
+    Raised at the wait, in the run after the deadline passed; the task may catch it and
+    go on. Every later run of the job raises it again at the same wait (the timeout is
+    recorded, as a step's result is). ``name`` is the signal waited for.
+    """
+
+    def __init__(self, message: str, *, name: str = ""):
+        super().__init__(message)
+        self.name = name
+
+
+class SignalNotDeliverable(Exception):
+    """``send_signal`` refused: nothing was written.
+
+    The job does not exist, has ended (finished, failed or cancelled), already received
+    a signal of that name, or already stopped waiting for it (delivered or timed out).
+    """
+
+
+class DurableStepError(ValueError):
+    """A durable call the job cannot record: a step or signal name used twice in one
+    run, an empty or too long name, or a step result or signal payload that cannot be
+    stored (not serializable, or a payload past 64 KB). Nothing was recorded.
+    """
+
+
+class SuspendRun(BaseException):
+    """Raised by ``durable.sleep`` / ``wait_for_signal`` to end the run without an attempt.
+
+    A ``BaseException``, like ``RescheduleJob``, so that a task's ``except Exception``
+    does not swallow it; the runner turns it into its outcome (not an attempt).
+    """
+
+
+class DurableSleep(SuspendRun):
+    """The run ends; the job sleeps until ``run_at`` (``number``: the run's n-th sleep)."""
+
+    def __init__(self, run_at: datetime, number: int, *, new: bool):
+        super().__init__(f"Sleeping until {run_at.isoformat()}")
+        self.run_at, self.number, self.new = run_at, number, new
+
+
+class AwaitSignal(SuspendRun):
+    """The run ends; the job waits for the signal ``name`` (until ``deadline``, if any)."""
+
+    def __init__(self, name: str, deadline: datetime | None, *, new: bool):
+        super().__init__(f"Waiting for signal {name!r}")
+        self.name, self.deadline, self.new = name, deadline, new

@@ -77,6 +77,7 @@ TOP_LEVEL = {
         "batches",
         "cleanup",
         "context",
+        "durable",
         "fairness",
         "recurring_task",
         "pauses",

@@ -1,5 +1,6 @@
 from . import states
 from .batch import Batch
+from .durable import JobSignal, JobStep
 from .execution import (
     BlockedExecution,
     ClaimedExecution,
@@ -37,6 +38,8 @@ __all__ = [
     "Job",
     "JobLabel",
     "JobLogLine",
+    "JobSignal",
+    "JobStep",
     "Pause",
     "PausedExecution",
     "Process",

@@ -1,9 +1,13 @@
-"""Workflow steps waiting for the steps they depend on: ``WaitingExecution``.
+"""Jobs waiting: workflow steps for their upstream steps, durable jobs for a signal.
 
 Out of the ready table, like throttled and blocked jobs: no worker looks at them. A
-step leaves it when the last step it waits for ends (``workflow_progress``), for the
-ready table (or scheduled, throttled, blocked, as any job becoming due), or for the
-failed table with ``DependencyFailed`` when one of them failed for good.
+workflow step (``signal_name`` empty) leaves it when the last step it waits for ends
+(``workflow_progress``), for the ready table (or scheduled, throttled, blocked, as any
+job becoming due), or for the failed table with ``DependencyFailed`` when one of them
+failed for good. A job waiting for a signal (``signal_name`` set, by
+``durable.wait_for_signal``) leaves it when the signal is sent (``send_signal``) or when
+its deadline passes (``release_expired``, the dispatcher's), becoming due the same way.
+The two never mix: the workflow's calls take only rows without a signal name.
 """
 
 from __future__ import annotations
@@ -38,9 +42,14 @@ class WaitingExecution(
     )
     queue_name = models.CharField(max_length=255)
     priority = models.SmallIntegerField(default=0)
+    # The signal a durable job waits for (empty: a workflow step waiting upstream).
+    signal_name = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # When that wait times out (None: never); the dispatcher wakes the job then.
+    signal_deadline = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "steady_queue_waiting_executions"
+        indexes = [models.Index(fields=["signal_deadline"], name="sq_waiting_signal_deadline")]
 
     @classmethod
     def create_all_from_jobs(cls, jobs: Iterable[Job]) -> None:

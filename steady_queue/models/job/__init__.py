@@ -21,6 +21,7 @@ from ..base import QueueManager, QueueModel, QueueQuerySet
 from .annotated import Annotated
 from .cancellation import Cancellable, CancellableQuerySet
 from .clearable import ClearableQuerySet
+from .durable import DurableJob, DurableQuerySet
 from .editable import EditableJob
 from .executable import Executable
 from .labelled import LabelledQuerySet
@@ -34,6 +35,7 @@ class JobQuerySet(
     CancellableQuerySet,
     ClearableQuerySet,
     LabelledQuerySet,
+    DurableQuerySet,
     QueueQuerySet,
 ):
     """``Job.objects``: the operations API on any queryset of jobs (``retry_all()``,
@@ -55,7 +57,9 @@ class JobQuerySet(
         return self.select_related(*states.relations(), "claimed_execution__process")
 
 
-class Job(EditableJob, Retryable, Operations, Cancellable, Executable, Annotated, QueueModel):
+class Job(
+    EditableJob, Retryable, Operations, Cancellable, Executable, Annotated, DurableJob, QueueModel
+):
     """One task invocation, kept as a single row for its whole life."""
 
     queue_name = models.CharField(_("queue"), max_length=255)

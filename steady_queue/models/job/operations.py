@@ -179,17 +179,20 @@ def _discard(execution_model: type[models.Model], ids: list[int], jobs: models.Q
 
 
 def _delete_jobs(execution_model: type[models.Model], ids: list[int]) -> None:
+    from ..durable import JobSignal, JobStep
     from ..label import JobLabel
     from ..recurring import RecurringExecution
     from ..run_log import JobLogLine
     from ..unique_lock import UniqueLock
     from . import Job
 
-    # The locked execution row is each job's only one, so six plain DELETEs do what
+    # The locked execution row is each job's only one, so eight plain DELETEs do what
     # Django's cascading delete would do with a SELECT of whole jobs and a DELETE per table.
     execution_model.objects.filter(job_id__in=ids).delete()
     JobLogLine.objects.filter(job_id__in=ids).delete()  # what its attempts logged
     JobLabel.objects.filter(job_id__in=ids).delete()
+    JobStep.objects.filter(job_id__in=ids).delete()  # what its durable calls recorded
+    JobSignal.objects.filter(job_id__in=ids).delete()
     RecurringExecution.objects.filter(job_id__in=ids).delete()
     UniqueLock.objects.filter(job_id__in=ids).delete()
     jobs = Job.objects.filter(pk__in=ids)
