@@ -25,6 +25,7 @@ from .durable import (
     signal_payload_size,
     signal_refusal,
     wait_counts,
+    wait_kind,
     wait_rows,
     waiting_jobs,
 )
@@ -265,6 +266,7 @@ __all__ = [
     "uniqueness_of",
     "values_of",
     "wait_counts",
+    "wait_kind",
     "wait_rows",
     "waiting_jobs",
     "window_keys",

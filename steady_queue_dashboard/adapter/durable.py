@@ -9,6 +9,7 @@ stored (a step's result, a signal's payload) are masked as its arguments are.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,7 @@ from .actions import Outcome
 from .job_edits import Refusal
 from .job_queries import Tally, capped_count
 
+logger = logging.getLogger(__name__)
 SIGNAL_PAYLOAD_LIMIT = MAX_PAYLOAD_BYTES
 SIGNAL_NAME_LENGTH = NAME_LENGTH
 # A job's page lists at most this many of its durable records (a loop of steps may make
@@ -113,6 +115,11 @@ WAIT_KINDS = {
 }
 
 
+def wait_kind(name: str) -> WaitKind:
+    """The Waits tab called ``name``; the signal waits (what an operator can act on) else."""
+    return WAIT_KINDS.get(name, WAIT_KINDS[SIGNAL])
+
+
 def durable_wait_of(job: Job) -> DurableWait | None:
     """What the job sleeps or waits for now (None: neither); at most one query."""
     status = job.durable_status()
@@ -164,6 +171,9 @@ def send_job_signal(job: Job, name: str, payload: Any, *, user: str) -> Outcome:
             send_signal(job.pk, name, payload)
     except (SignalNotDeliverable, DurableStepError) as exc:
         raise Refusal(str(exc)) from exc
+    except Exception as exc:  # a message on the form, not a 500
+        logger.exception("Sending a signal from the dashboard failed")
+        raise Refusal(f"{type(exc).__name__}: {exc}") from exc
     message = _("Signal %(name)r was sent to job %(id)s.") % {"name": name, "id": job.pk}
     shown = masking.mask_metadata(payload, job.task_path)
     details = {"task": job.task_path, "signal": name, "payload": shown}

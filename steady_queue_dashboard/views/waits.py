@@ -22,7 +22,7 @@ PAGE_SIZE = 50
 @require_safe
 @guard
 def wait_list(request: HttpRequest) -> HttpResponse:
-    kind = adapter.WAIT_KINDS.get(request.GET.get("kind", ""), adapter.WAIT_KINDS[adapter.SIGNAL])
+    kind = adapter.wait_kind(request.GET.get("kind", ""))
     task = request.GET.get("task", "").strip()
     keyset = Keyset(adapter.waiting_jobs(kind, task=task), kind.ordering, PAGE_SIZE)
     page = keyset.page(after=request.GET.get(PAGE_AFTER), before=request.GET.get(PAGE_BEFORE))
