@@ -65,12 +65,11 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class Durable:
-    """A durable job's page section: its records, its wait, signals not taken yet."""
+    """A durable job's page section: its records (steps, sleeps, waits) and its wait now."""
 
     steps: list[StepRecord]
     more: bool
     wait: DurableWait | None
-    pending_signals: list[str]
 
 
 @dataclass(frozen=True)
@@ -131,16 +130,14 @@ def durable_wait_of(job: Job) -> DurableWait | None:
 
 
 def durable_of(job: Job) -> Durable | None:
-    """The job's durable section (None: it never made a durable call nor got a signal);
-    three queries at most."""
+    """The job's durable section (None: it made no durable call); one query, and one more
+    for a scheduled job (whether it sleeps)."""
     records = list(job.steps.order_by("pk")[: STEP_CAP + 1])
-    signals = list(job.received_signals.filter(consumed_at__isnull=True).order_by("pk"))
     wait = durable_wait_of(job)
-    if not records and not signals and wait is None:
+    if not records and wait is None:
         return None
     steps = [_record(job, record) for record in records[:STEP_CAP]]
-    pending = [signal.name for signal in signals]
-    return Durable(steps=steps, more=len(records) > STEP_CAP, wait=wait, pending_signals=pending)
+    return Durable(steps=steps, more=len(records) > STEP_CAP, wait=wait)
 
 
 def signal_refusal(job: Job, name: str) -> str | None:

@@ -32,8 +32,8 @@ pytestmark = pytest.mark.django_db
 
 WAITS = reverse("steady_queue_dashboard:wait-list")
 # The job page: session, user, the job with its executions, its attempts' records, its
-# durable records, its signals not taken yet (a sleeping job: whether it sleeps, 1 more).
-JOB_PAGE_QUERIES = 7
+# durable records (a scheduled job: whether it sleeps, 1 more).
+JOB_PAGE_QUERIES = 5
 # Session, user, the page of jobs, the steps done by its rows, the next deadline, the two
 # tab counts.
 WAITS_QUERIES = 7
@@ -133,16 +133,6 @@ def test_a_sleeping_job_says_until_when(admin_client, django_assert_max_num_quer
     wake = job.scheduled_execution.scheduled_at
     assert re.search(rf'Sleeping until <time datetime="{re.escape(wake.isoformat())}"', page)
     assert "sleep 1" in page and "until " in page
-
-
-def test_signals_not_taken_yet_are_listed(admin_client):
-    job = job_of(tasks.patient.enqueue())
-    signalled(job, "go", {"token": "t-1"})
-
-    page = text(admin_client.get(url("detail", job.pk)))
-
-    assert re.search(r'id="pending-signals">[^<]*<span class="mono">go</span>', page)
-    assert "t-1" not in page
 
 
 def test_the_job_page_fragment_renders_for_htmx(admin_client):
