@@ -238,9 +238,9 @@ class SuspendRun(BaseException):
 class DurableSleep(SuspendRun):
     """The run ends; the job sleeps until ``run_at`` (``number``: the run's n-th sleep)."""
 
-    def __init__(self, run_at: datetime, number: int, *, new: bool):
+    def __init__(self, run_at: datetime, number: int):
         super().__init__(f"Sleeping until {run_at.isoformat()}")
-        self.run_at, self.number, self.new = run_at, number, new
+        self.run_at, self.number = run_at, number
 
 
 class AwaitSignal(SuspendRun):

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from . import storage
 from .compat import TaskResult
-from .models import ScheduledExecution, ThrottledExecution
+from .models import ScheduledExecution, ThrottledExecution, WaitingExecution
 from .models.task_rollup import tally
 from .runner.perform import perform
 
@@ -58,6 +58,15 @@ def release_throttled() -> int:
     """
     released = 0
     while count := ThrottledExecution.release_due(500)[0]:
+        released += count
+    return released
+
+
+def release_expired_waits() -> int:
+    """Make due the jobs whose signal wait (``durable.wait_for_signal``) timed out; return
+    how many. What a dispatcher does each poll."""
+    released = 0
+    while count := WaitingExecution.release_expired(500):
         released += count
     return released
 

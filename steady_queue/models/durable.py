@@ -22,10 +22,17 @@ discards, which delete them first). ``Job.retry(reset_steps=True)`` deletes a jo
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+from typing import Any
+
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .. import db
+from ..exceptions import DurableStepError, SignalNotDeliverable
+from .attempt import refused_text
 from .base import QueueModel
 
 STEP, SLEEP, WAIT = "step", "sleep", "wait"
@@ -89,3 +96,96 @@ class JobSignal(QueueModel):
 
     def __str__(self) -> str:
         return f"job {self.job_id} signal {self.name}"
+
+
+def checked_name(name: str, what: str) -> str:
+    """``name`` if a step, wait or signal may be called so; else DurableStepError."""
+    if not isinstance(name, str) or not name:
+        raise DurableStepError(f"A {what} name must be a non-empty string, not {name!r}.")
+    if len(name) > NAME_LENGTH:
+        raise DurableStepError(f"A {what} name has at most {NAME_LENGTH} characters.")
+    return name
+
+
+def checked_payload(payload: Any) -> Any:
+    """``payload`` as JSON will give it back (tuples become lists); else DurableStepError.
+
+    At most ``MAX_PAYLOAD_BYTES`` bytes of UTF-8 JSON, with no text a database refuses.
+    """
+    try:
+        text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise DurableStepError(f"A signal's payload must be JSON: {exc}") from exc
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_PAYLOAD_BYTES:
+        raise DurableStepError(
+            f"A signal's payload is at most {MAX_PAYLOAD_BYTES} bytes as JSON, not {size}."
+        )
+    if refused := refused_text(payload):
+        raise DurableStepError(f"A signal's payload cannot contain {refused}.")
+    return json.loads(text)
+
+
+def send(job_id: int, name: str, payload: Any) -> None:
+    """Keep the signal ``name`` for job ``job_id``; wake the job if it waits for it.
+
+    One transaction under the job row's lock, the lock a run's ``WaitForSignal``
+    outcome takes: either that outcome sees this signal (and makes the job due), or
+    this call finds the job waiting and makes it due, through the job's dispatch
+    (rate limit, concurrency limit, paused task). Raises SignalNotDeliverable, with
+    nothing written, for a job that does not exist or has ended (finished, failed,
+    cancelled), a name already sent, or a wait of that name already over.
+    """
+    from .execution.waiting import WaitingExecution
+    from .job import Job
+
+    with db.atomic():
+        jobs = Job.objects.select_related("failed_execution").filter(pk=job_id)
+        job = jobs.locked(skip_locked=False, only_self=True).first()
+        if job is None:
+            raise SignalNotDeliverable(f"Job {job_id} does not exist.")
+        failed = job._state.fields_cache.get("failed_execution")
+        if job.finished_at is not None or failed is not None:
+            ended = "finished" if failed is None else job.state
+            raise SignalNotDeliverable(f"Job {job_id} has ended ({ended}).")
+        if JobSignal.objects.filter(job_id=job_id, name=name).exists():
+            raise SignalNotDeliverable(f"Job {job_id} already received the signal {name!r}.")
+        over = JobStep.objects.filter(
+            job_id=job_id, kind=WAIT, name=name, completed_at__isnull=False
+        )
+        if over.exists():
+            raise SignalNotDeliverable(f"Job {job_id} no longer waits for the signal {name!r}.")
+        JobSignal.objects.create(job_id=job_id, name=name, payload=payload)
+        if WaitingExecution.objects.filter(job_id=job_id, signal_name=name).delete()[0]:
+            Job.prepare_all_for_execution([job])
+
+
+def end_wait(job_id: int, name: str, deadline: datetime | None, record: JobStep | None):
+    """End the wait for ``name`` if it can end now: the completed record, or None.
+
+    Under the job row's lock (as ``send`` takes it): the signal, if sent, is consumed
+    and its payload recorded; else a deadline passed records the timeout. None: the
+    job must wait (the run ends with ``WaitForSignal``).
+    """
+    from .job import Job
+
+    with db.atomic():
+        Job.objects.filter(pk=job_id).locked(skip_locked=False).values_list("pk").first()
+        signals = JobSignal.objects.filter(job_id=job_id, name=name)
+        signal = signals.locked(skip_locked=False).first()
+        now = timezone.now()
+        if signal is not None:
+            if signal.consumed_at is None:
+                signals.update(consumed_at=now)
+            result = {"payload": signal.payload}
+        elif deadline is not None and deadline <= now:
+            result = {"timed_out": True}
+        else:
+            return None
+        if record is None:
+            return JobStep.objects.create(
+                job_id=job_id, kind=WAIT, name=name, until=deadline, result=result, completed_at=now
+            )
+        JobStep.objects.filter(pk=record.pk).update(result=result, completed_at=now)
+        record.result, record.completed_at = result, now
+        return record

@@ -150,7 +150,7 @@ def steps_reopened(job_ids: Iterable[int]) -> set[int]:
     # Every step that may now wait for one of these again: recount what it waits for.
     waiting = set(
         WaitingExecution.objects.filter(
-            job__workflow_step__upstream_links__upstream_id__in=reopened
+            job__workflow_step__upstream_links__upstream_id__in=reopened, signal_name=""
         ).values_list("job_id", flat=True)
     )
     waits = _recount(reopened | waiting)

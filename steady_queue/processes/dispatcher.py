@@ -1,5 +1,6 @@
 """Dispatchers make due scheduled jobs ready, release throttled jobs when their rate
-limit window has room, and run the concurrency maintenance."""
+limit window has room, wake signal waits past their deadline, and run the concurrency
+maintenance."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..models import (
     ScheduledExecution,
     Semaphore,
     ThrottledExecution,
+    WaitingExecution,
 )
 from ..models.execution.paused import PausedExecution
 from ..models.execution.throttled import repair_forgotten
@@ -70,6 +72,7 @@ class Dispatcher(Poller):
     def poll(self) -> float:
         dispatched = ScheduledExecution.dispatch_next_batch(self.batch_size)
         _, next_release = ThrottledExecution.release_due(self.batch_size)
+        WaitingExecution.release_expired(self.batch_size)  # signal waits past their deadline
         if self.concurrency_maintenance:
             self._maintain_concurrency_when_due()
         if dispatched >= self.batch_size:

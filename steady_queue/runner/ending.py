@@ -6,15 +6,17 @@ import logging
 import threading
 
 from ..compat import TaskResult, task_finished
-from ..exceptions import RescheduleJob
+from ..exceptions import AwaitSignal, DurableSleep, RescheduleJob, SuspendRun
 from ..models import Job
 from ..models.execution.claimed_finish import (
     Failure,
     Outcome,
     Paused,
     Reschedule,
+    Sleep,
     Success,
     Throttle,
+    WaitForSignal,
 )
 from ..observability.log import job_fields
 from ..results import result_for, task_for
@@ -22,18 +24,25 @@ from . import cancellation
 
 logger = logging.getLogger("steady_queue.perform")
 
+#: What a task raises to run again later, not as an error: ``reschedule``, a durable
+#: ``sleep`` or ``wait_for_signal``.
+RUN_AGAIN = (RescheduleJob, SuspendRun)
+
 #: The span's word for a recorded outcome (a Failure's: ``failure_label``).
 LABELS = {
     Success: "succeeded",
     Reschedule: "rescheduled",
     Throttle: "throttled",
     Paused: "paused",
+    Sleep: "sleeping",
+    WaitForSignal: "waiting for signal",
 }
 
 
 def outcome_of(job: Job, exc: BaseException) -> Outcome:
     """What a run that raised ``exc`` ends with: ``JobCancelled`` for good if its job was
-    cancelled, a new time if it asked to run again (not an attempt), else its failure.
+    cancelled, a new time if it asked to run again or slept, a signal wait (neither is an
+    attempt), else its failure.
 
     Only a run that raised asks the database whether its job was cancelled (a success
     costs nothing more); what the task raised becomes the cause, with its traceback.
@@ -41,6 +50,10 @@ def outcome_of(job: Job, exc: BaseException) -> Outcome:
     cancelled = job.cancelled_run(exc, seen=cancellation.seen(job.pk), ask=True)
     if cancelled is not None:
         return cancelled
+    if isinstance(exc, DurableSleep):
+        return Sleep(exc.run_at, number=exc.number)
+    if isinstance(exc, AwaitSignal):
+        return WaitForSignal(exc.name, exc.deadline, new=exc.new)
     return Reschedule(exc.run_at) if isinstance(exc, RescheduleJob) else Failure(exc)
 
 

@@ -18,13 +18,12 @@ from functools import partial
 
 from .. import storage
 from ..compat import TaskResult, task_started
-from ..exceptions import RescheduleJob
 from ..models import ClaimedExecution
 from ..models.attempt import error_details
 from ..models.execution.claimed_finish import Failure, Outcome, Success
 from ..observability import tracing
 from ..results import result_for, task_for
-from . import calling, cancellation, ending
+from . import calling, cancellation, durable_run, ending
 from .calling import Call, Run
 
 __all__ = ["Call", "error_details", "perform", "perform_then_claim", "performing"]
@@ -67,7 +66,7 @@ def performing(claimed: ClaimedExecution, then_claim: storage.ClaimNext | None =
                 # The task saw its cancellation, and returned: it ends cancelled.
                 outcome = job.cancelled_run(seen=cancellation.seen(job.pk)) or Success(value)
         except BaseException as exc:
-            error = None if isinstance(exc, RescheduleJob) else exc  # asked to run again
+            error = None if isinstance(exc, ending.RUN_AGAIN) else exc  # asked to run again
             # Ended inside the handler so that task_finished's receivers see sys.exc_info().
             return _end(claimed, task, ending.outcome_of(job, exc), then_claim, span, error)
         return _end(claimed, task, outcome, then_claim, span)
@@ -87,6 +86,7 @@ def _end(
     """
     if isinstance(outcome, Failure):
         span.failed(outcome.exc if error is None else error)
+    durable_run.forget(claimed.job_id)  # every run ends here: its durable calls are over
     if outcome is None:
         finished = storage.Finished(False)
     else:

@@ -37,8 +37,10 @@ from .outcomes import (  # noqa: F401  (their import path before outcomes.py)
     Paused,
     Release,
     Reschedule,
+    Sleep,
     Success,
     Throttle,
+    WaitForSignal,
 )
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from django.utils import timezone
+
 import steady_queue
 
 from ...exceptions import CANCELLED_CLASS, UnstorableOutcome
@@ -142,6 +144,73 @@ class Reschedule(Outcome):
             "Rescheduled job %s for %s",
             claimed.job_id,
             self.run_at.isoformat(),
+            extra=job_fields(claimed.job),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Sleep(Reschedule):
+    """Not an attempt: ``durable.sleep`` ended the run; the job sleeps until ``run_at``.
+
+    The sleep's record (the run's ``number``-th) is written with the reschedule, in the
+    finish's transaction: a crash leaves the claim (and no record) or both.
+    """
+
+    number: int = 0
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from ..durable import SLEEP, JobStep
+
+        JobStep.objects.create(
+            job_id=claimed.job_id,
+            kind=SLEEP,
+            name=str(self.number),
+            until=self.run_at,
+            completed_at=timezone.now(),
+        )
+        super().store(claimed, attempt)
+
+
+@dataclasses.dataclass(frozen=True)
+class WaitForSignal(Outcome):
+    """Not an attempt: ``durable.wait_for_signal`` ended the run; the job waits for ``name``.
+
+    In the finish's transaction, under the job row's lock that ``send_signal`` takes
+    too: a signal sent meanwhile is seen here (the job becomes due at once), or finds
+    the job waiting. ``new``: the wait's record (its deadline) is written now.
+    """
+
+    name: str
+    deadline: datetime | None
+    new: bool = True
+    is_attempt: ClassVar[bool] = False
+
+    def store(self, claimed: ClaimedExecution, attempt: Attempt) -> None:
+        from ..durable import WAIT, JobSignal, JobStep
+        from ..job import Job
+        from .waiting import WaitingExecution
+
+        job = claimed.job
+        Job.objects.filter(pk=job.pk).locked(skip_locked=False).values_list("pk").first()
+        if self.new:
+            JobStep.objects.create(job_id=job.pk, kind=WAIT, name=self.name, until=self.deadline)
+        sent = JobSignal.objects.filter(job_id=job.pk, name=self.name).locked(skip_locked=False)
+        if sent.values_list("pk").first() is not None:
+            Job.prepare_all_for_execution([job])  # it came as the run ended: due at once
+            return
+        WaitingExecution.objects.create(
+            job=job,
+            queue_name=job.queue_name,
+            priority=job.priority,
+            signal_name=self.name,
+            signal_deadline=self.deadline,
+        )
+        until = self.deadline.isoformat() if self.deadline else "no deadline"
+        logger.info(
+            "Job %s waits for signal %r (%s)",
+            claimed.job_id,
+            self.name,
+            until,
             extra=job_fields(claimed.job),
         )
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.db import models
+from django.utils import timezone
 
 from ...compat import TaskResultStatus
 from .. import states
@@ -67,8 +68,31 @@ class WaitingExecution(
         ids = sorted(set(job_ids))
         if not ids:
             return []
-        rows = cls.objects.filter(job_id__in=ids).order_by("job_id").locked(skip_locked=False)
+        upstream = cls.objects.filter(job_id__in=ids, signal_name="")  # no signal wait
+        rows = upstream.order_by("job_id").locked(skip_locked=False)
         taken = list(rows.values_list("job_id", flat=True))
         if taken:
             cls.objects.filter(job_id__in=taken).delete()
         return taken
+
+    @classmethod
+    def release_expired(cls, batch_size: int = 500) -> int:
+        """Make due the jobs whose signal wait passed its deadline; return how many.
+
+        The dispatcher's, each poll: one indexed read when none is due. Their next run
+        raises ``SignalTimeout`` at the wait (unless the signal came meanwhile). Rows
+        locked by a ``send_signal`` right now are skipped: that signal wakes the job.
+        """
+        from ... import db
+        from ..job import Job
+
+        expired = cls.objects.filter(signal_deadline__lte=timezone.now()).exclude(signal_name="")
+        if not expired.exists():
+            return 0
+        with db.atomic():
+            rows = expired.order_by("signal_deadline", "job_id").locked()
+            ids = list(rows.values_list("job_id", flat=True)[:batch_size])
+            if ids:
+                cls.objects.filter(job_id__in=ids).delete()
+                Job.prepare_all_for_execution(Job.objects.filter(pk__in=ids).order_by("pk"))
+        return len(ids)

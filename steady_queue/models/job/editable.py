@@ -122,15 +122,21 @@ class EditableJob:
         *,
         args: Sequence[Any] | None = None,
         kwargs: Mapping[str, Any] | None = None,
+        reset_steps: bool = False,
     ) -> None:
         """Queue this failed job again; with ``args`` or ``kwargs``, with those arguments.
 
         The arguments are changed and the job retried in one transaction (checked as an
         ``edit()``); it keeps its id, attempts and errors. Without them, a plain retry.
+        ``reset_steps``: its durable steps are deleted in the same transaction (see
+        ``Retryable.retry``).
         """
         if args is None and kwargs is None:
-            return super().retry()
-        changes = self._edit_in_transaction(_Request(args, kwargs), only_failed=True)
+            return super().retry(reset_steps=reset_steps)
+        with db.atomic():
+            changes = self._edit_in_transaction(_Request(args, kwargs), only_failed=True)
+            if reset_steps:
+                self.reset_steps()
         _announce_edit(self, "retry with changes", changes)
 
     def duplicate(

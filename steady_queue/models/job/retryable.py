@@ -52,13 +52,28 @@ class Retryable:
             job=self, queue_name=self.queue_name, priority=self.priority, scheduled_at=run_at
         )
 
-    def retry(self) -> None:
-        """Queue this failed job again; it keeps its id, attempts and errors."""
-        if type(self).objects.filter(pk=self.pk).retry_all() == 0:
-            raise JobStateError(
-                f"Job {self.pk} is {state_of(self)}: only failed jobs can be retried."
-            )
+    def retry(self, *, reset_steps: bool = False) -> None:
+        """Queue this failed job again; it keeps its id, attempts and errors.
+
+        It keeps its durable records too (``steady_queue.durable``: completed steps,
+        sleeps, waits), unless ``reset_steps``: then they are deleted in the same
+        transaction and the task starts again from its first step (signals received
+        stay, for its waits to take again).
+        """
+        with db.atomic():
+            if type(self).objects.filter(pk=self.pk).retry_all() == 0:
+                raise JobStateError(
+                    f"Job {self.pk} is {state_of(self)}: only failed jobs can be retried."
+                )
+            if reset_steps:
+                self.reset_steps()
         self._state.fields_cache.clear()
+
+    def reset_steps(self) -> None:
+        """Delete this job's durable records (steps, sleeps, waits); its signals stay."""
+        from ..durable import JobStep
+
+        JobStep.objects.filter(job_id=self.pk).delete()
 
 
 class RetryableQuerySet(models.QuerySet):
