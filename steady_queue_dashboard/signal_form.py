@@ -44,25 +44,26 @@ class SignalForm(forms.Form):
         text = self.cleaned_data["payload"].strip()
         if not text:
             return None
+        size = len(text.encode())
         # Far past the limit: refused unread (spaces aside, such a text cannot fit).
-        if len(text.encode()) > 4 * adapter.SIGNAL_PAYLOAD_LIMIT:
-            raise self._too_large(len(text.encode()))
+        if size > 4 * adapter.SIGNAL_PAYLOAD_LIMIT:
+            raise forms.ValidationError(
+                _("The payload is %(size)s; a signal carries at most %(limit)s of JSON.")
+                % {
+                    "size": filesizeformat(size),
+                    "limit": filesizeformat(adapter.SIGNAL_PAYLOAD_LIMIT),
+                }
+            )
         try:
             payload = json.loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 _("The payload is not valid JSON: %(error)s.") % {"error": exc}
             ) from exc
-        if (size := adapter.signal_payload_size(payload)) > adapter.SIGNAL_PAYLOAD_LIMIT:
-            raise self._too_large(size)
+        # The engine's own rules (its size limit, NaN, text no database keeps).
+        if refused := adapter.payload_refusal(payload):
+            raise forms.ValidationError(refused)
         return payload
-
-    @staticmethod
-    def _too_large(size: int) -> forms.ValidationError:
-        return forms.ValidationError(
-            _("The payload is %(size)s of JSON; a signal carries at most %(limit)s.")
-            % {"size": filesizeformat(size), "limit": filesizeformat(adapter.SIGNAL_PAYLOAD_LIMIT)}
-        )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -24,7 +24,14 @@ from steady_queue import arguments
 from steady_queue.durable import send_signal
 from steady_queue.exceptions import DurableStepError, SignalNotDeliverable
 from steady_queue.models import Job, JobSignal, JobStep, states
-from steady_queue.models.durable import MAX_PAYLOAD_BYTES, NAME_LENGTH, SLEEP, STEP, WAIT
+from steady_queue.models.durable import (
+    MAX_PAYLOAD_BYTES,
+    NAME_LENGTH,
+    SLEEP,
+    STEP,
+    WAIT,
+    checked_payload,
+)
 from steady_queue.models.job.durable import AWAITING_SIGNAL
 from steady_queue.ops import audit as ops_audit
 
@@ -155,9 +162,13 @@ def signal_refusal(job: Job, name: str) -> str | None:
     return None
 
 
-def signal_payload_size(payload: Any) -> int:
-    """The payload's size as the engine measures it against SIGNAL_PAYLOAD_LIMIT."""
-    return len(json.dumps(payload, ensure_ascii=False).encode())
+def payload_refusal(payload: Any) -> str | None:
+    """Why the engine would not keep ``payload`` (not JSON it can store, past 64 KB), if so."""
+    try:
+        checked_payload(payload)
+    except DurableStepError as exc:
+        return str(exc)
+    return None
 
 
 def send_job_signal(job: Job, name: str, payload: Any, *, user: str) -> Outcome:

@@ -171,6 +171,8 @@ def test_the_form_offers_the_awaited_signal(editor, django_assert_max_num_querie
         ({"name": "confirmed", "payload": "[1, 2"}, "The payload is not valid JSON"),
         ({"name": "", "payload": "{}"}, "Name the signal, as the task waits for it."),
         ({"name": "x" * 201, "payload": "{}"}, "at most 200 characters"),
+        ({"name": "confirmed", "payload": "NaN"}, "A signal&#x27;s payload must be JSON"),
+        ({"name": "confirmed", "payload": "x" * (5 * 65536)}, "a signal carries at most 64.0"),
     ],
 )
 def test_bad_input_is_a_form_error_and_nothing_is_written(editor, fields, error):
@@ -194,7 +196,9 @@ def test_a_payload_over_64_kb_is_refused(editor):
     )
     response = editor.post(url("signal", job.pk), {"name": "confirmed", "payload": too_large})
 
-    assert "a signal carries at most 64.0\xa0KB" in text(response)
+    assert f"at most {SIGNAL_PAYLOAD_LIMIT} bytes as JSON, not {SIGNAL_PAYLOAD_LIMIT + 1}" in text(
+        response
+    )
     assert 'name="confirm"' not in text(response)
     assert not JobSignal.objects.exists()
 
