@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from steady_queue.models import Job, JobSignal
+from steady_queue.testing import run_ready_jobs
 from steady_queue.workflows import Workflow
 from steady_queue_dashboard.adapter.durable import SIGNAL_PAYLOAD_LIMIT
 from steady_queue_dashboard.models import AuditEntry
@@ -410,3 +411,48 @@ def test_the_waiting_list_tells_a_signal_wait_from_a_workflow_step(admin_client)
     assert 'signal <span class="mono">confirmed</span>' in row
     other = re.search(rf'<tr id="job-row-{step.pk}">(.*?)</tr>', page, re.S).group(1)
     assert "1 step" in other and "signal" not in other
+
+
+# Through the engine itself ---------------------------------------------------------------
+
+
+def test_a_real_run_shows_its_steps_and_the_signal_wakes_it(editor, admin_client):
+    """The states built above are the engine's: a real run, then a signal from the form."""
+    result = tasks.onboard.enqueue(9, pin="5555")
+    run_ready_jobs()
+    job = Job.objects.with_execution().get(pk=result.id)
+    assert job.state == "waiting"
+
+    page = text(admin_client.get(url("detail", job.pk)))
+    assert re.findall(r'<td class="mono">([^<]+)</td>', page)[:3] == [
+        "create-account",
+        "welcome-mail",
+        "signal confirmed",
+    ]
+    assert "hunter2" not in page and "5555" not in page
+    assert f'<tr id="wait-row-{job.pk}">' in text(admin_client.get(WAITS))
+
+    fields = {"name": "confirmed", "payload": '{"by": "console"}'}
+    review = editor.post(url("signal", job.pk), fields)
+    editor.post(url("signal", job.pk), {**fields, "confirm": token_of(review)})
+    run_ready_jobs()
+
+    finished = Job.objects.get(pk=job.pk)
+    assert finished.finished_at is not None
+    assert finished.return_value == {"account": 9, "answer": {"by": "console"}}
+    page = text(admin_client.get(url("detail", job.pk)))
+    assert "signal confirmed" in page and "&quot;by&quot;: &quot;console&quot;" in page
+
+
+def test_a_real_sleep_is_on_the_waits_page_with_its_wake_time(admin_client):
+    result = tasks.nap.enqueue(3)
+    run_ready_jobs()
+    job = Job.objects.with_execution().get(pk=result.id)
+    wake = job.scheduled_execution.scheduled_at
+
+    page = text(admin_client.get(WAITS, {"kind": "sleep"}))
+
+    row = re.search(rf'<tr id="wait-row-{job.pk}">(.*?)</tr>', page, re.S).group(1)
+    assert f'datetime="{wake.isoformat()}"' in row
+    assert re.search(r'data-label="Steps done">1</td>', row)
+    assert "Sleeping until" in text(admin_client.get(url("detail", job.pk)))
