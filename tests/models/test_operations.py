@@ -183,9 +183,10 @@ def test_discarding_ten_thousand_failed_jobs_takes_a_bounded_number_of_queries(
     make_failed_jobs(FAILED_JOBS)
     foundation_tasks.noop.enqueue()
     # Eight per batch: the unique locks of the discarded jobs are one DELETE more, their
-    # log lines one more and their labels' rows one more; on PostgreSQL, telling the
-    # jobs' waiters (steady_queue.wait) is one statement more.
-    with django_assert_max_num_queries(BATCHES * 11 + 10):
+    # log lines one more, their labels' rows one more, and their durable steps and
+    # signals two more; on PostgreSQL, telling the jobs' waiters (steady_queue.wait) is
+    # one statement more.
+    with django_assert_max_num_queries(BATCHES * 13 + 10):
         assert Job.objects.filter(queue_name="bulk").discard_all(batch_size=BATCH) == FAILED_JOBS
     assert Job.objects.count() == 1
     assert ReadyExecution.objects.count() == 1
