@@ -184,14 +184,15 @@ def send_job_signal(job: Job, name: str, payload: Any, *, user: str) -> Outcome:
         raise Refusal(f"{type(exc).__name__}: {exc}") from exc
     message = _("Signal %(name)r was sent to job %(id)s.") % {"name": name, "id": job.pk}
     shown = masking.mask_metadata(payload, job.task_path)
-    details = {"task": job.task_path, "signal": name, "payload": shown}
+    details = {"task": job.task_path, "job": job.pk, "signal": name, "payload": shown}
     with ops_audit.acting_as(user):
         ops_audit.announce(
             "signal",
             f"job {job.pk}",
             message=message,
             details=details,
-            link_to=("job-detail", job.pk),
+            link_to=("job-detail", str(job.pk)),
+            backend=job.backend,
         )
     return Outcome(True, message, affected=1)
 
@@ -199,6 +200,8 @@ def send_job_signal(job: Job, name: str, payload: Any, *, user: str) -> Outcome:
 def waiting_jobs(kind: WaitKind, *, task: str = "") -> QuerySet:
     """The jobs of one Waits tab, narrowed to one task path if ``task``."""
     queryset = Job.objects.awaiting_signal() if kind.name == SIGNAL else Job.objects.sleeping()
+    if "\x00" in task:  # no task path holds one (and PostgreSQL refuses it in a query)
+        return queryset.none()
     queryset = queryset.filter(task_path=task) if task else queryset
     relation = "waiting_execution" if kind.name == SIGNAL else "scheduled_execution"
     return queryset.select_related(relation)

@@ -272,6 +272,7 @@ def test_a_confirmed_signal_is_sent_and_audited(editor, django_assert_max_num_qu
     assert entry.succeeded and entry.link == url("detail", job.pk)
     assert entry.details["signal"] == "confirmed"
     assert entry.details["payload"] == {"by": "email", "secret": "[masked]"}
+    assert entry.details["job"] == job.pk and entry.details["task"] == job.task_path
 
 
 def test_a_job_that_ended_after_the_review_gets_nothing(editor):
@@ -365,8 +366,11 @@ def test_the_waits_page_filters_by_task(admin_client):
     page = text(admin_client.get(WAITS, {"task": "tests.tasks.durable_console.patient"}))
 
     assert re.findall(r'<tr id="wait-row-(\d+)">', page) == [str(patient.pk)]
-    none = text(admin_client.get(WAITS, {"kind": "sleep", "task": "no.such.task"}))
-    assert "No job of this task is sleeping." in none
+    for odd in ("no.such.task", "a\x00b", "x" * 400):
+        none = admin_client.get(WAITS, {"kind": "sleep", "task": odd})
+        assert none.status_code == 200
+        assert "No job of this task is sleeping." in text(none)
+    assert text(admin_client.get(WAITS, {"kind": "nonsense"})).count('id="wait-row-') == 2
 
 
 def test_the_waits_page_pages_by_keyset_in_the_same_queries(
