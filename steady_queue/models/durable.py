@@ -31,7 +31,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .. import db
-from ..exceptions import DurableStepError, SignalNotDeliverable
+from ..exceptions import CANCELLED_CLASS, DurableStepError, SignalNotDeliverable
+from . import states
 from .attempt import refused_text
 from .base import QueueModel
 
@@ -146,7 +147,9 @@ def send(job_id: int, name: str, payload: Any) -> None:
             raise SignalNotDeliverable(f"Job {job_id} does not exist.")
         failed = job._state.fields_cache.get("failed_execution")
         if job.finished_at is not None or failed is not None:
-            ended = "finished" if failed is None else job.state
+            ended = states.FINISHED if failed is None else states.FAILED
+            if failed is not None and failed.exception_class == CANCELLED_CLASS:
+                ended = states.CANCELLED
             raise SignalNotDeliverable(f"Job {job_id} has ended ({ended}).")
         if JobSignal.objects.filter(job_id=job_id, name=name).exists():
             raise SignalNotDeliverable(f"Job {job_id} already received the signal {name!r}.")

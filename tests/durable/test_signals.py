@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from steady_queue.durable import send_signal
 from steady_queue.exceptions import (
@@ -10,9 +13,17 @@ from steady_queue.exceptions import (
     DurableStepError,
     SignalNotDeliverable,
 )
-from steady_queue.models import ClaimedExecution, Job, JobSignal, WaitingExecution, states
+from steady_queue.models import (
+    ClaimedExecution,
+    Job,
+    JobSignal,
+    ReadyExecution,
+    WaitingExecution,
+    states,
+)
 from steady_queue.models.durable import MAX_PAYLOAD_BYTES
 from steady_queue.models.job.durable import AWAITING_SIGNAL
+from steady_queue.testing import release_expired_waits
 from tests.durable.helpers import error_class, expire, job, records, run, state
 from tests.tasks import durable as tasks
 
@@ -79,7 +90,7 @@ def test_a_waiting_job_can_be_cancelled_and_then_gets_no_signal():
     run()
     job(result).cancel()
     assert error_class(result) == CANCELLED_CLASS
-    with pytest.raises(SignalNotDeliverable, match="has ended"):
+    with pytest.raises(SignalNotDeliverable, match="has ended \\(cancelled\\)"):
         send_signal(result, "go", 1)
     assert not WaitingExecution.objects.exists()
 
@@ -174,3 +185,16 @@ def test_a_retried_job_gets_the_payload_its_wait_took():
     job(result).retry()
     run()
     assert job(result).return_value == ["once"]
+
+
+def test_a_signal_and_the_deadline_at_once_wake_the_job_once():
+    result = tasks.scripted.enqueue([["wait", "go", 3600, True]])
+    run()
+    WaitingExecution.objects.filter(job_id=result.id).update(
+        signal_deadline=timezone.now() - timedelta(seconds=1)
+    )
+    send_signal(result, "go", "first")  # takes the waiting row: the dispatcher finds none
+    assert release_expired_waits() == 0
+    assert ReadyExecution.objects.filter(job_id=result.id).count() == 1
+    run()
+    assert job(result).return_value == ["first"]

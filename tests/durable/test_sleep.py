@@ -79,6 +79,17 @@ def test_a_retry_after_a_sleep_does_not_sleep_again():
     assert state(result) == states.FINISHED
 
 
+def test_where_a_durable_job_is_costs_one_query_at_most(django_assert_max_num_queries):
+    sleeper = tasks.scripted.enqueue(PLAN)
+    waiter = tasks.scripted.enqueue([["wait", "go", None]])
+    run()
+    jobs = list(Job.objects.with_execution().filter(pk__in=[sleeper.id, waiter.id]).order_by("pk"))
+    with django_assert_max_num_queries(1):
+        assert jobs[0].durable_status().kind == SLEEPING
+    with django_assert_max_num_queries(0):
+        assert jobs[1].durable_status().signal_name == "go"
+
+
 def test_a_sleeping_job_can_be_cancelled():
     result = tasks.scripted.enqueue(PLAN)
     run()

@@ -7,8 +7,8 @@ the dashboard and the metrics read:
 
 - ``job.durable_status()``: a ``DurableStatus`` (``"sleeping"`` until ``until``, or
   ``"awaiting_signal"`` for ``signal_name`` until ``until``, None for no deadline), or
-  None; one query at most (none when the job's execution rows are loaded, as
-  ``with_execution()`` loads them, and it is neither scheduled nor waiting);
+  None. On a job read with ``with_execution()``: one query for a scheduled job (its
+  sleep record), none otherwise;
 - ``job.steps.all()``: its ``JobStep`` records in order (steps, sleeps, waits), and
   ``job.received_signals.all()``: its ``JobSignal`` rows;
 - ``Job.objects.sleeping()`` / ``Job.objects.awaiting_signal()``: the jobs in either
