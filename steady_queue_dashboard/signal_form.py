@@ -37,9 +37,6 @@ class SignalForm(forms.Form):
         super().__init__(data, initial={"name": wait.signal if wait else ""})
         self.job, self.wait = job, wait
 
-    def clean_name(self) -> str:
-        return self.cleaned_data["name"].strip()
-
     def clean_payload(self) -> Any:
         text = self.cleaned_data["payload"].strip()
         if not text:

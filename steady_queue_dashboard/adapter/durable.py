@@ -159,6 +159,12 @@ def signal_refusal(job: Job, name: str) -> str | None:
             "Job %(id)s already received a signal %(name)r; a signal of one name is delivered "
             "once. Nothing was sent."
         ) % {"id": job.pk, "name": name}
+    over = JobStep.objects.filter(job_id=job.pk, kind=WAIT, name=name, completed_at__isnull=False)
+    if over.exists():
+        return _(
+            "Job %(id)s no longer waits for %(name)r: that wait is over (delivered or timed "
+            "out). Nothing was sent."
+        ) % {"id": job.pk, "name": name}
     return None
 
 

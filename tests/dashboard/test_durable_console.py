@@ -11,8 +11,9 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from steady_queue.models import Job, JobSignal
+from steady_queue.models import Job, JobSignal, JobStep
 from steady_queue.testing import run_ready_jobs
 from steady_queue.workflows import Workflow
 from steady_queue_dashboard.adapter.durable import SIGNAL_PAYLOAD_LIMIT
@@ -220,6 +221,17 @@ def test_a_second_signal_of_one_name_is_refused(editor):
 
     assert "already received a signal &#x27;go&#x27;" in text(response)
     assert JobSignal.objects.get().payload == 1
+
+
+def test_a_wait_that_is_over_takes_no_signal_of_its_name(editor):
+    job = job_of(tasks.patient.enqueue())
+    waiting_for_signal(job, "go", timedelta(seconds=-1))
+    JobStep.objects.filter(job=job).update(result={"timed_out": True}, completed_at=timezone.now())
+
+    response = editor.post(url("signal", job.pk), {"name": "go", "payload": "1"})
+
+    assert "that wait is over (delivered or timed out)" in text(response)
+    assert not JobSignal.objects.exists()
 
 
 def test_a_job_that_is_gone_is_404(editor):
