@@ -160,7 +160,7 @@ def send(job_id: int, name: str, payload: Any) -> None:
             raise SignalNotDeliverable(f"Job {job_id} no longer waits for the signal {name!r}.")
         JobSignal.objects.create(job_id=job_id, name=name, payload=payload)
         if WaitingExecution.objects.filter(job_id=job_id, signal_name=name).delete()[0]:
-            Job.prepare_all_for_execution([job])
+            Job.dispatch_all([job])  # due now, whatever its scheduled_at (a sleep woken early)
 
 
 def end_wait(job_id: int, name: str, deadline: datetime | None, record: JobStep | None):

@@ -23,7 +23,7 @@ from steady_queue.models import (
 )
 from steady_queue.models.durable import MAX_PAYLOAD_BYTES
 from steady_queue.models.job.durable import AWAITING_SIGNAL
-from steady_queue.testing import release_expired_waits
+from steady_queue.testing import dispatch_scheduled, release_expired_waits
 from tests.durable.helpers import error_class, expire, job, records, run, state
 from tests.tasks import durable as tasks
 
@@ -198,3 +198,15 @@ def test_a_signal_and_the_deadline_at_once_wake_the_job_once():
     assert ReadyExecution.objects.filter(job_id=result.id).count() == 1
     run()
     assert job(result).return_value == ["first"]
+
+
+def test_a_job_woken_early_from_its_sleep_is_made_ready_by_its_signal():
+    result = tasks.scripted.enqueue([["sleep", 3600], ["wait", "go", None]])
+    run()
+    dispatch_scheduled(all_=True)  # an operator's "run now": scheduled_at stays ahead
+    run()
+    assert state(result) == states.WAITING
+    send_signal(result, "go", 1)
+    assert state(result) == states.READY
+    run()
+    assert job(result).return_value == [1]

@@ -196,7 +196,7 @@ class WaitForSignal(Outcome):
             JobStep.objects.create(job_id=job.pk, kind=WAIT, name=self.name, until=self.deadline)
         sent = JobSignal.objects.filter(job_id=job.pk, name=self.name).locked(skip_locked=False)
         if sent.values_list("pk").first() is not None:
-            Job.prepare_all_for_execution([job])  # it came as the run ended: due at once
+            Job.dispatch_all([job])  # it came as the run ended: due at once
             return
         WaitingExecution.objects.create(
             job=job,

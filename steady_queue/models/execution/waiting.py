@@ -94,5 +94,5 @@ class WaitingExecution(
             ids = list(rows.values_list("job_id", flat=True)[:batch_size])
             if ids:
                 cls.objects.filter(job_id__in=ids).delete()
-                Job.prepare_all_for_execution(Job.objects.filter(pk__in=ids).order_by("pk"))
+                Job.dispatch_all(list(Job.objects.filter(pk__in=ids).order_by("pk")))
         return len(ids)
