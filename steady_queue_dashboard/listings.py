@@ -167,8 +167,8 @@ LISTINGS: dict[str, Listing] = {
         Listing(
             status=states.WAITING,
             label=_("Waiting"),
-            # Workflow steps waiting for their upstream steps: by job id, the table's
-            # primary key (no worker polls this table, so it has no other index).
+            # Workflow steps waiting for their upstream steps, and durable jobs for a signal
+            # (the Waits page lists these apart): by job id, the table's primary key.
             ordering=("waiting_execution__job_id",),
             time_field="created_at",
             time_label=_("Enqueued"),
@@ -176,7 +176,10 @@ LISTINGS: dict[str, Listing] = {
             priority_field="waiting_execution__priority",
             row_actions=("cancel", "discard"),
             bulk_actions=("cancel", "discard"),
-            empty=_("No workflow step is waiting for the steps it depends on."),
+            empty=_(
+                "No workflow step is waiting for the steps it depends on, and no durable job "
+                "for a signal."
+            ),
         ),
         Listing(
             status=states.FAILED,

@@ -27,8 +27,10 @@ from .views import (
     recurring_schedules,
     reveal,
     run_logs,
+    signals,
     task_pauses,
     tasks,
+    waits,
     workflows,
 )
 
@@ -92,9 +94,11 @@ urlpatterns = [
         "<sq_job:pk>/retry-with-changes/", job_changes.job_retry_changed, name="job-retry-changed"
     ),
     path("<sq_job:pk>/duplicate/", job_changes.job_duplicate, name="job-duplicate"),
+    path("<sq_job:pk>/signal/", signals.job_signal, name="job-signal"),
     path("<sq_job:pk>/log/", run_logs.job_logs, name="job-logs"),
     path("actions/job/reveal/<sq_job:pk>/", reveal.job_reveal, name="job-reveal"),
     path("<sq_job:pk>/stack/<int:request_id>/", run_logs.job_stack_answer, name="job-stack-answer"),
+    path("waits/", waits.wait_list, name="wait-list"),
     path("processes/", processes.process_list, name="process-list"),
     path("recurring/", recurring.recurring_list, name="recurring-list"),
     path("schedules/new/", recurring_schedules.recurring_new, name="recurring-new"),

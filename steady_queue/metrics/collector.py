@@ -37,6 +37,7 @@ from ..models import (
     TaskRollup,
     states,
 )
+from ..models.job.durable import AWAITING_SIGNAL, SLEEPING
 from ..models.queue_figures import COUNT_CAP, Counts, next_ready_at, queue_names
 from ..models.task_rollup import BUCKETS
 
@@ -64,6 +65,7 @@ class QueueCollector:
         yield from _job_states(now)
         yield from _kept_and_paused()
         yield _fair_share_ready()
+        yield _durable_waits()
         yield from _task_rollups()
         yield from _processes(now)
 
@@ -168,6 +170,26 @@ def _fair_share_ready() -> Metric:
             series[FAIR_OTHER] = series.get(FAIR_OTHER, 0) + rest
         for key, ready in series.items():
             family.add_metric([queue, key], ready)
+    return family
+
+
+def _durable_waits() -> Metric:
+    """Durable jobs off the workers per task: sleeping, or waiting for a signal. Two grouped
+    queries; one series per task that has such jobs (tasks are declared in code, so the
+    series are as many as the tasks)."""
+    family = GaugeMetricFamily(
+        f"{PREFIX}_durable_jobs",
+        "Durable jobs holding no worker, by task: sleeping (durable.sleep, state scheduled) "
+        "or waiting for a signal (wait_for_signal, state waiting).",
+        labels=["task", "kind"],
+    )
+    for kind, jobs in (
+        (SLEEPING, Job.objects.sleeping()),
+        (AWAITING_SIGNAL, Job.objects.awaiting_signal()),
+    ):
+        rows = jobs.values_list("task_path").annotate(jobs=Count("pk")).order_by("task_path")
+        for task, count in rows:
+            family.add_metric([task, kind], count)
     return family
 
 

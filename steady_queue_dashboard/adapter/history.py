@@ -86,7 +86,10 @@ def timeline(job: Job) -> list[Event]:
         "WaitingExecution": _("Waiting for upstream steps"),
     }
     if type(execution).__name__ in waiting:
-        events.append(Event(execution.created_at, waiting[type(execution).__name__]))
+        label = waiting[type(execution).__name__]
+        if getattr(execution, "signal_name", ""):  # a durable job's wait_for_signal
+            label = _("Waiting for signal %(name)s") % {"name": execution.signal_name}
+        events.append(Event(execution.created_at, label))
     if job.finished_at:
         events.append(Event(job.finished_at, _("Finished"), kind=states.FINISHED))
     failed = getattr(job, "failed_execution", None)

@@ -55,6 +55,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "uniqueness": adapter.uniqueness_of(job),
             "rate_limit": adapter.rate_limit_of(job),
             "workflow_step": adapter.step_links(job),
+            "durable": adapter.durable_of(job),
             "attempts": attempts,
             "open_error": failures[-1] if failures and job.finished_at is None else None,
             "editable": adapter.is_editable(job),

@@ -19,7 +19,7 @@ from django.contrib.auth.models import Permission, User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from steady_queue.models import FairWeight, Job, Pause, RecurringTask, Semaphore
+from steady_queue.models import FairWeight, Job, JobSignal, Pause, RecurringTask, Semaphore
 from steady_queue.pauses import pause_task
 from steady_queue_dashboard.listings import LISTINGS
 from steady_queue_dashboard.models import AuditEntry
@@ -34,7 +34,7 @@ STATUSES = list(LISTINGS)
 FIELDS = [
     "task", "queue", "priority", "period", "after", "before", "error", "key", "args",
     "page_after", "page_before", "ids", "scope", "confirm", "confirmed", "next", "span",
-    "batch", "workflow", "description", "name", "label", "label", "label_mode",
+    "batch", "workflow", "description", "name", "label", "label", "label_mode", "kind",
 ]  # fmt: skip
 
 json_values = st.recursive(
@@ -91,6 +91,7 @@ def page_paths(status: str, key: str, pk: int) -> list[str]:
         f"/jobs/workflows/{pk}/",
         "/jobs/audit/",
         "/jobs/errors/",
+        "/jobs/waits/",
     ]
 
 
@@ -129,6 +130,7 @@ def snapshot() -> tuple:
         sorted(RecurringTask.objects.values_list("key", "enabled")),
         sorted(Semaphore.objects.values_list("key", "value")),
         sorted(FairWeight.objects.values_list("task_path", "key", "weight")),
+        sorted(JobSignal.objects.values_list("job_id", "name")),
     )
 
 
@@ -200,7 +202,7 @@ def test_fuzz_every_url_and_form(viewer_client, operator_client, world, record_p
 # confirmation step, and nothing answers 500.
 CHANGE_FIELDS = [
     "args", "kwargs", "priority", "queue_name", "run_after", "task", "param_name",
-    "param_times", "confirm", "edit", "save",
+    "param_times", "confirm", "edit", "save", "name", "payload",
 ]  # fmt: skip
 change_values = st.one_of(
     values,
@@ -232,12 +234,12 @@ def test_fuzz_the_job_change_forms(operator_client, world, settings, record_prop
         pk=job_ids | st.sampled_from(real_ids),
         data=st.lists(st.tuples(st.sampled_from(CHANGE_FIELDS), change_values), max_size=8),
         htmx=st.booleans(),
-        choice=st.integers(min_value=0, max_value=3),
+        choice=st.integers(min_value=0, max_value=4),
         method=st.sampled_from(["get", "post"]),
     )
     def run(pk, data, htmx, choice, method):
         path = [f"/jobs/{pk}/edit/", f"/jobs/{pk}/retry-with-changes/",
-                f"/jobs/{pk}/duplicate/", "/jobs/new/"][choice]  # fmt: skip
+                f"/jobs/{pk}/duplicate/", "/jobs/new/", f"/jobs/{pk}/signal/"][choice]  # fmt: skip
         extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
         if method == "get":
             response = operator_client.get(f"{path}?{urlencode(data)}", **extra)

@@ -66,6 +66,7 @@ def _more_pages() -> dict[str, str]:
         "edit job": reverse(name + "job-edit", args=[_a_job()]),
         "retry job with changes": reverse(name + "job-retry-changed", args=[_failed_job()]),
         "duplicate job": reverse(name + "job-duplicate", args=[_a_job()]),
+        "send signal": reverse(name + "job-signal", args=[_a_job()]),
     }
 
 

@@ -36,6 +36,7 @@ def page_urls(jobs) -> dict[str, str]:
         "workflows": reverse("steady_queue_dashboard:workflow-list"),
         "audit": reverse("steady_queue_dashboard:audit-log"),
         "tasks": reverse("steady_queue_dashboard:tasks"),
+        "waits": reverse("steady_queue_dashboard:wait-list"),
     }
     for status in STATUSES:
         urls[status] = reverse("steady_queue_dashboard:job-list", args=[status])
@@ -56,6 +57,7 @@ FRAGMENT_IDS = {
     "workflows": 'id="workflow-table"',
     "audit": 'id="audit-table"',
     "tasks": 'id="task-table"',
+    "waits": 'id="wait-table"',
     **{status: 'id="job-list"' for status in STATUSES},
 }
 

@@ -28,7 +28,7 @@ BUDGET = {
     "overview-day": 22,
     "queues": 4,
     "queue": 10,  # + whether the queue exists, its ready jobs by fairness key
-    "job": 4,
+    "job": 5,  # + its durable records (steps, sleeps, waits)
     "processes": 4,
     "recurring": 4,  # + whether a scheduler is alive
     "concurrency": 7,
@@ -38,6 +38,8 @@ BUDGET = {
     "audit": 3,
     # The window's sums, the sparklines' hours, the queue names (2), the paused tasks.
     "tasks": 7,
+    # The page of jobs, the steps done by its rows, the next deadline, the two tab counts.
+    "waits": 7,
     # One count per status tab (10), the page, and the session, user and queue names.
     "ready": 15,
     "scheduled": 15,
