@@ -174,8 +174,13 @@ def prune(
     return Pruning(batch_size=batch_size).run(pause)
 
 
+#: How a pruning transaction shows in PostgreSQL's pg_stat_activity (application_name).
+SESSION_NAME = "steady_queue pruning"
+
+
 def _in_transaction(target: _Target, ids: list) -> tuple[int, int]:
     with db.atomic():
+        db.background_transaction(SESSION_NAME)
         return target.remove(ids)
 
 

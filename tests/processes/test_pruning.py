@@ -1,6 +1,11 @@
 """Pruning never blocks workers: the real ``manage.py steady_queue`` drains jobs while its
 dispatcher prunes 200,000 finished jobs, and PostgreSQL's ``pg_stat_activity`` never
-shows a session waiting on a lock for more than 100 ms."""
+shows a session waiting for more than 100 ms on a lock the pruning holds.
+
+A pruning transaction names itself (``application_name``, pruning.SESSION_NAME), so a
+sample tells whether a waiting session's blockers (``pg_blocking_pids``) include it.
+Other lock waits are printed: on a loaded disk, sessions that NOTIFY queue behind each
+other's commits (PostgreSQL serializes them), with or without pruning."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from django.db import connection
 
 from steady_queue.backend import enqueue_all
 from steady_queue.models import Job, PruneTally
+from steady_queue.retention.pruning import SESSION_NAME
 from tests import tasks
 
 from .conftest import wait_until
@@ -49,39 +55,55 @@ def insert_old_finished_jobs(count: int) -> None:
 
 class LockWaits(threading.Thread):
     """Sample pg_stat_activity every few milliseconds: the longest lock wait of each
-    statement seen waiting (from its start: an upper bound of its wait)."""
+    statement seen waiting (from its start: an upper bound of its wait), whether the
+    pruning was among its blockers, and what it waited for."""
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.longest: dict[tuple[int, str], tuple[float, str]] = {}
+        self.longest: dict[tuple[int, str], tuple[float, bool, str]] = {}
         self.samples = 0
         self._stop = threading.Event()
 
     def run(self) -> None:
         try:
             while not self._stop.is_set():
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        """
-                        SELECT pid, query_start::text, query,
-                            EXTRACT(EPOCH FROM clock_timestamp() - query_start)
-                        FROM pg_stat_activity
-                        WHERE datname = current_database() AND wait_event_type = 'Lock'
-                            AND pid <> pg_backend_pid()
-                        """
-                    )
-                    for pid, started, query, waited in cursor.fetchall():
-                        key = (pid, started)
-                        longest = self.longest.get(key, (0.0, ""))[0]
-                        self.longest[key] = (max(longest, float(waited)), query)
+                self._sample()
                 self.samples += 1
                 self._stop.wait(0.01)
         finally:
             connection.close()
 
+    def _sample(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT w.pid, w.query_start::text,
+                    EXTRACT(EPOCH FROM clock_timestamp() - w.query_start),
+                    EXISTS (SELECT 1 FROM pg_stat_activity b
+                        WHERE b.pid = ANY(pg_blocking_pids(w.pid))
+                            AND b.application_name = %s),
+                    w.application_name || ': ' || w.wait_event || ' for ' || w.query
+                FROM pg_stat_activity w
+                WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'
+                    AND w.pid <> pg_backend_pid()
+                """,
+                [SESSION_NAME],
+            )
+            for pid, started, waited, by_pruning, what in cursor.fetchall():
+                longest, blamed, _ = self.longest.get((pid, started), (0.0, False, ""))
+                self.longest[(pid, started)] = (
+                    max(longest, float(waited)),
+                    blamed or by_pruning,
+                    what[:200],
+                )
+
     def stop(self) -> None:
         self._stop.set()
         self.join(10)
+
+    def worst(self, *, by_pruning: bool) -> tuple[float, bool, str]:
+        waits = [wait for wait in self.longest.values() if wait[1] == by_pruning]
+        return max(waits, default=(0.0, by_pruning, ""))
 
 
 def test_workers_drain_while_the_dispatcher_prunes_200000_rows_without_lock_waits(
@@ -118,8 +140,12 @@ def test_workers_drain_while_the_dispatcher_prunes_200000_rows_without_lock_wait
     ).exists()
     assert len(enqueued) > 100, f"the pass took {pruned_in:.1f}s: too short to drain during it"
     assert waits.samples > 100
-    worst = max(waits.longest.values(), default=(0.0, ""))
-    assert worst[0] < LOCK_WAIT_LIMIT, f"a lock wait of {worst[0] * 1000:.0f} ms: {worst[1]}"
+    other = waits.worst(by_pruning=False)
+    print(f"longest lock wait the pruning had no part in: {other[0] * 1000:.0f} ms ({other[2]})")
+    worst = waits.worst(by_pruning=True)
+    assert worst[0] < LOCK_WAIT_LIMIT, (
+        f"a wait of {worst[0] * 1000:.0f} ms on the pruning: {worst[2]}"
+    )
 
 
 def _a_day_ago():
