@@ -78,7 +78,10 @@ class Dispatcher(Poller):
     def on_shutdown(self) -> None:
         listener.stop(self.listener)
         if self.pruning is not None:
-            self.pruning.close()  # what the pass removed so far is recorded
+            try:
+                self.pruning.close()  # what the pass removed so far is recorded
+            except Exception:
+                logger.exception("Could not record what the interrupted pruning removed")
 
     def poll(self) -> float:
         dispatched = ScheduledExecution.dispatch_next_batch(self.batch_size)
@@ -121,8 +124,13 @@ class Dispatcher(Poller):
             except ImproperlyConfigured as exc:
                 logger.error("%s", exc)  # manage.py check names each bad rule
                 return False
-        if self.pruning.step():
-            return True
+        try:
+            if self.pruning.step():
+                return True
+        except Exception:
+            # The pass ends here; the next one starts an interval later. The dispatching
+            # of this poll was done already, and goes on.
+            logger.exception("Pruning failed")
         self.pruning = None
         return False
 

@@ -30,7 +30,6 @@ steady_queue.metrics_flush_interval = _seconds("SQ_METRICS_FLUSH_INTERVAL", 0.5)
 steady_queue.timeout_grace = _seconds("SQ_TIMEOUT_GRACE", 10)
 steady_queue.cancel_grace = _seconds("SQ_CANCEL_GRACE", 30)
 steady_queue.supervisor_pidfile = os.environ.get("SQ_SUPERVISOR_PIDFILE") or None
-steady_queue.prune_batch_size = int(os.environ.get("SQ_PRUNE_BATCH_SIZE", 1000))
 
 
 def _record_hook(event: str):

@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.skipif(
         connection.vendor != "postgresql", reason="pg_stat_activity is PostgreSQL's"
     ),
-    # Over a minute on the loaded CI machine (each batch's COMMIT waits on the disk):
+    # Over a minute (four on a 2-core machine loaded 15 times over):
     # run by make test-faults / test-slow-processes, not make test.
     pytest.mark.slow,
 ]
@@ -113,8 +113,7 @@ def test_workers_drain_while_the_dispatcher_prunes_200000_rows_without_lock_wait
     waits = LockWaits()
     waits.start()
     enqueued: list[str] = []
-    # Batches of 5,000: forty transactions (each commit waits on the disk's flush).
-    supervisor = start_supervisor("FAST", children=2, SQ_PRUNE_BATCH_SIZE="5000")
+    supervisor = start_supervisor("FAST", children=2)  # batches of 1,000, the default
     started = time.monotonic()
 
     # Jobs keep coming while the pass lasts: the workers drain them meanwhile.

@@ -146,3 +146,17 @@ def test_prune_interval_none_turns_the_dispatchers_pruning_off(monkeypatch):
     old = finished(2 * DAY)
     Dispatcher(polling_interval=1, concurrency_maintenance=False).poll()
     assert alive(old) == {old}
+
+
+def test_a_failing_pass_is_logged_and_dispatching_goes_on(monkeypatch, caplog):
+    old = finished(2 * DAY)
+
+    def broken(self):
+        raise RuntimeError("the archive table is gone")
+        yield True  # a generator, as the real one
+
+    monkeypatch.setattr(Pruning, "_batches", broken)
+    dispatcher = Dispatcher(polling_interval=1, concurrency_maintenance=False)
+    assert dispatcher.poll() == 1
+    assert dispatcher.pruning is None and alive(old) == {old}
+    assert "Pruning failed" in caplog.text and "the archive table is gone" in caplog.text
