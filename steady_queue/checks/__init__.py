@@ -14,6 +14,7 @@ from .encryption import check_encryption
 from .job_logs import check_job_log_settings
 from .queues import check_unheard_queues, polls
 from .recurring import check_recurring_tasks
+from .retention import check_retention_rules
 from .setup import BACKEND_PATH, check_backend, check_backend_configured, check_sqlite_concurrency
 
 __all__ = ["BACKEND_PATH", "check_backend", "polls"]
@@ -27,5 +28,6 @@ for _check in (
     check_recurring_tasks,
     check_job_log_settings,
     check_encryption,
+    check_retention_rules,
 ):
     checks.register(_check, checks.Tags.compatibility)

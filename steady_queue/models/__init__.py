@@ -1,4 +1,5 @@
 from . import states
+from .archived_job import ArchivedJob
 from .batch import Batch
 from .durable import JobSignal, JobStep
 from .execution import (
@@ -16,6 +17,7 @@ from .job import Job
 from .label import JobLabel
 from .pause import Pause
 from .process import Process
+from .prune_tally import PruneTally
 from .queue import Queue
 from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
@@ -30,6 +32,7 @@ from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
 states.seal()
 
 __all__ = [
+    "ArchivedJob",
     "Batch",
     "BlockedExecution",
     "ClaimedExecution",
@@ -43,6 +46,7 @@ __all__ = [
     "Pause",
     "PausedExecution",
     "Process",
+    "PruneTally",
     "Queue",
     "RateLimitBucket",
     "RateLimitSlot",
