@@ -7,6 +7,23 @@ modules split it by subject; import from the package itself.
 """
 
 from .actions import Outcome, act_on_job, act_on_jobs
+from .archive import (
+    ARCHIVE_ORDER,
+    ArchiveRow,
+    archive_row,
+    archive_rows,
+    archived_attempts,
+    archived_by_error,
+    archived_by_task,
+    archived_digest,
+    archived_error,
+    archived_jobs,
+    archived_labelled,
+    display_archived_arguments,
+    find_archived,
+    restore_archived,
+    restore_problem,
+)
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
 from .cancellation import Cancellation, cancellation_of, is_cancelled
 from .concurrency import ConcurrencyKey, concurrency_keys, next_blocked_job, release_next_blocked
@@ -89,6 +106,7 @@ from .recurring_schedules import (
     schedule_values,
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
+from .retention import Panel, RuleRow, retention_panel
 from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
 from .task_pauses import (
     is_paused,
@@ -114,9 +132,11 @@ from .workflows import (
 from .workflows import by_state as steps_by_state
 
 __all__ = [
+    "ARCHIVE_ORDER",
     "DEFAULT_WINDOW",
     "STEP_STATES",
     "WINDOWS",
+    "ArchiveRow",
     "Attempt",
     "BatchRow",
     "Callback",
@@ -130,6 +150,7 @@ __all__ = [
     "KeyLatency",
     "KeySlots",
     "Outcome",
+    "Panel",
     "Preview",
     "ProcessNode",
     "Queue",
@@ -137,6 +158,7 @@ __all__ = [
     "RateLimitWindows",
     "Refusal",
     "ReleaseOutcome",
+    "RuleRow",
     "RunLog",
     "RunRow",
     "RunSteps",
@@ -148,6 +170,15 @@ __all__ = [
     "act_on_job",
     "act_on_jobs",
     "activity",
+    "archive_row",
+    "archive_rows",
+    "archived_attempts",
+    "archived_by_error",
+    "archived_by_task",
+    "archived_digest",
+    "archived_error",
+    "archived_jobs",
+    "archived_labelled",
     "argument_query",
     "arguments_preview",
     "attempts",
@@ -162,6 +193,7 @@ __all__ = [
     "concurrency_keys",
     "delete_schedule",
     "digest",
+    "display_archived_arguments",
     "display_arguments",
     "display_metadata",
     "display_value",
@@ -174,6 +206,7 @@ __all__ = [
     "fair_task_check",
     "fair_weight_of",
     "field_of",
+    "find_archived",
     "find_batch",
     "find_job",
     "find_recurring_task",
@@ -210,8 +243,11 @@ __all__ = [
     "release_job",
     "release_next_blocked",
     "request_stack",
+    "restore_archived",
+    "restore_problem",
     "resume_queue",
     "resume_task",
+    "retention_panel",
     "retry_job",
     "routed_task",
     "run_log_of",
