@@ -28,6 +28,26 @@ metrics_flush_interval: timedelta = timedelta(seconds=10)
 preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().
 clear_finished_jobs_after: timedelta = timedelta(days=1)
+# Retention rules (steady_queue.retention.Retention): how long jobs that ended are kept,
+# by state, queue and task; the dispatchers prune the rest (steady_queue.pruning).
+# Without a default rule of its own, "succeeded" keeps clear_finished_jobs_after, and
+# failed and cancelled jobs are kept for ever.
+retention_rules: list = []
+# How often a dispatcher prunes by the rules; None: never (manage.py steady_queue_prune).
+prune_interval: timedelta | None = timedelta(minutes=10)
+# Rows a pruning batch deletes (each batch its own short transaction), and the pause
+# between two batches, which leaves the database to the workers.
+prune_batch_size: int = 1000
+prune_pause: timedelta = timedelta(milliseconds=50)
+# Finished batches and workflow runs are pruned this long after they finished, once
+# none of their jobs is left; None: kept for ever.
+finished_groups_kept: timedelta | None = timedelta(days=7)
+# The hourly rows of the task rollups (the all-time rows are kept for ever).
+task_rollups_kept: timedelta | None = timedelta(days=30)
+# Archived jobs (steady_queue.models.ArchivedJob); None: kept for ever.
+archived_jobs_kept: timedelta | None = None
+# The record of what pruning removed (steady_queue.models.PruneTally).
+prune_tallies_kept: timedelta = timedelta(days=7)
 # Timeout of the tasks that declare none (@timeout); None: they run as long as they take.
 default_timeout: timedelta | None = None
 # How long a job that ran past its timeout may keep its thread busy, ignoring the

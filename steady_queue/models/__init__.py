@@ -1,4 +1,5 @@
 from . import states
+from .archived_job import ArchivedJob
 from .batch import Batch
 from .execution import (
     BlockedExecution,
@@ -15,6 +16,7 @@ from .job import Job
 from .label import JobLabel
 from .pause import Pause
 from .process import Process
+from .prune_tally import PruneTally
 from .queue import Queue
 from .rate_limit import RateLimitBucket, RateLimitSlot
 from .recurring import RecurringExecution, RecurringTask
@@ -29,6 +31,7 @@ from .workflow import WorkflowDependency, WorkflowRun, WorkflowStep
 states.seal()
 
 __all__ = [
+    "ArchivedJob",
     "Batch",
     "BlockedExecution",
     "ClaimedExecution",
@@ -40,6 +43,7 @@ __all__ = [
     "Pause",
     "PausedExecution",
     "Process",
+    "PruneTally",
     "Queue",
     "RateLimitBucket",
     "RateLimitSlot",
