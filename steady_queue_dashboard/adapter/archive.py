@@ -176,6 +176,10 @@ def restore_archived(pk: int, expected: str, *, user) -> tuple[Outcome, int | No
         return Outcome(False, _("Archived job %(id)s no longer exists.") % {"id": pk}), None
     if archived_digest(row) != expected:
         return Outcome(False, _("Archived job %(id)s changed; check it again.") % {"id": pk}), None
+    # The enqueue does not check a call against the task's signature: a job that could
+    # only fail is refused here, as on the page.
+    if problem := restore_problem(row):
+        raise Refusal(problem)
     with ops_audit.acting_as(user.get_username()):
         result = _engine(lambda: _restore(row))
     job_id = int(result.id)
