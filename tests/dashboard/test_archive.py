@@ -18,8 +18,6 @@ from steady_queue.models import ArchivedJob, Job, PruneTally, states
 from steady_queue.models.archived_job import SEPARATOR
 from steady_queue.retention import Retention
 from steady_queue_dashboard.models import AuditEntry
-from tests.tasks import dashboard as tasks
-from tests.tasks import masked
 
 pytestmark = pytest.mark.django_db
 
@@ -145,9 +143,10 @@ def test_search_by_part_of_the_task_by_its_full_path_and_by_error_text(
     assert search("?error=declined") == [card.pk]
     assert search("?error=timeouterror") == [timeout.pk]
     assert search("?error=nothing+like+it") == []
-    assert "No archived job matches this search." in admin_client.get(
-        url("archive-list") + "?error=nothing"
-    ).content.decode()
+    assert (
+        "No archived job matches this search."
+        in admin_client.get(url("archive-list") + "?error=nothing").content.decode()
+    )
 
 
 def test_search_by_labels_all_or_any_matches_whole_labels_only(admin_client):

@@ -36,6 +36,8 @@ def page_urls(jobs) -> dict[str, str]:
         "workflows": reverse("steady_queue_dashboard:workflow-list"),
         "audit": reverse("steady_queue_dashboard:audit-log"),
         "tasks": reverse("steady_queue_dashboard:tasks"),
+        "archive": reverse("steady_queue_dashboard:archive-list"),
+        "retention": reverse("steady_queue_dashboard:retention"),
     }
     for status in STATUSES:
         urls[status] = reverse("steady_queue_dashboard:job-list", args=[status])
@@ -56,6 +58,8 @@ FRAGMENT_IDS = {
     "workflows": 'id="workflow-table"',
     "audit": 'id="audit-table"',
     "tasks": 'id="task-table"',
+    "archive": 'id="archive-table"',
+    "retention": 'id="retention-panel"',
     **{status: 'id="job-list"' for status in STATUSES},
 }
 

@@ -37,6 +37,8 @@ BUDGET = {
     "audit": 3,
     # The window's sums, the sparklines' hours, the queue names (2), the paused tasks.
     "tasks": 7,
+    "archive": 3,  # one page of archived jobs
+    "retention": 3,  # the day's prune tallies
     # One count per status tab (10), the page, and the session, user and queue names.
     "ready": 15,
     "scheduled": 15,
