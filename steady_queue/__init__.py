@@ -29,7 +29,7 @@ preserve_finished_jobs: bool = True
 # How long finished jobs are kept by clear_finished_in_batches().
 clear_finished_jobs_after: timedelta = timedelta(days=1)
 # Retention rules (steady_queue.retention.Retention): how long jobs that ended are kept,
-# by state, queue and task; the dispatchers prune the rest (steady_queue.pruning).
+# by state, queue and task; the dispatchers prune the rest (steady_queue.retention.pruning).
 # Without a default rule of its own, "succeeded" keeps clear_finished_jobs_after, and
 # failed and cancelled jobs are kept for ever.
 retention_rules: list = []

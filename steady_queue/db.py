@@ -57,6 +57,25 @@ def atomic(**kwargs):
     return transaction.atomic(using=alias(), **kwargs)
 
 
+def background_transaction(name: str) -> None:
+    """Mark the current transaction as background work (pruning), on PostgreSQL.
+
+    Its session shows as ``name`` in ``pg_stat_activity.application_name`` while it lasts
+    (an operator, and the tests, can tell whose locks a session waits on), and its commit
+    does not wait for the WAL flush (``synchronous_commit = off``): a crash may undo its
+    last batches, which the next pass does again, and the workers' own commits do not
+    queue behind its flushes. Both revert when the transaction ends. Nothing elsewhere.
+    """
+    queue = connection()
+    if queue.vendor == "postgresql" and queue.in_atomic_block:
+        with queue.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('application_name', %s, true), "
+                "set_config('synchronous_commit', 'off', true)",
+                [name],
+            )
+
+
 def is_deadlock(exc: BaseException) -> bool:
     """True for MySQL/MariaDB's "deadlock found" (1213): InnoDB rolled back the transaction."""
     cause = exc.__cause__ or exc

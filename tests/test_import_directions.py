@@ -40,6 +40,7 @@ RULES = {
     "steady_queue/health": ["steady_queue.processes", "steady_queue.management"],
     "steady_queue/ops": ["steady_queue.processes", "steady_queue.management"],
     "steady_queue/metrics": ["steady_queue.processes", "steady_queue.management"],
+    "steady_queue/retention": ["steady_queue.processes", "steady_queue.management"],
     # The system checks: the backend's own check calls them.
     "steady_queue/checks": [
         "steady_queue.backend",

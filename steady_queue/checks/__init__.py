@@ -13,6 +13,7 @@ from ..routers import check_queue_database
 from .job_logs import check_job_log_settings
 from .queues import check_unheard_queues, polls
 from .recurring import check_recurring_tasks
+from .retention import check_retention_rules
 from .setup import BACKEND_PATH, check_backend, check_backend_configured, check_sqlite_concurrency
 
 __all__ = ["BACKEND_PATH", "check_backend", "polls"]
@@ -25,5 +26,6 @@ for _check in (
     check_unheard_queues,
     check_recurring_tasks,
     check_job_log_settings,
+    check_retention_rules,
 ):
     checks.register(_check, checks.Tags.compatibility)

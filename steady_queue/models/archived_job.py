@@ -23,11 +23,14 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import arguments, db
 from ..compat import InvalidTask, Task
+from ..exceptions import CANCELLED_CLASS
 from ..task_options import labels as job_labels
 from .base import QueueManager, QueueModel, QueueQuerySet
 
 if TYPE_CHECKING:
     from ..compat import TaskResult
+    from .execution import FailedExecution
+    from .job import Job
 
 #: Between the labels in ``label_index``, and around them: a label is found exactly by
 #: ``contains(SEPARATOR + label + SEPARATOR)`` (a control character no label uses).
@@ -116,12 +119,47 @@ class ArchivedJob(QueueModel):
     def __str__(self) -> str:
         return f"{self.task_path} #{self.job_id} (archived)"
 
+    @classmethod
+    def from_job(cls, job: Job, failure: FailedExecution | None, *, rule: str) -> ArchivedJob:
+        """The unsaved archive row of ``job``: finished, or failed (``failure`` its row)."""
+        from . import states
+
+        state = states.FINISHED
+        if failure is not None:
+            cancelled = failure.exception_class == CANCELLED_CLASS
+            state = states.CANCELLED if cancelled else states.FAILED
+        labels = list(job.labels or [])
+        return cls(
+            job_id=job.pk,
+            queue_name=job.queue_name,
+            task_path=job.task_path,
+            backend=job.backend,
+            arguments=job.arguments,
+            priority=job.priority,
+            labels=labels,
+            label_index=SEPARATOR.join(["", *labels, ""]) if labels else "",
+            attempts=job.attempts or [],
+            metadata=job.metadata or {},
+            return_value=job.return_value,
+            batch_id=job.batch_id,
+            workflow_run_id=job.workflow_run_id,
+            state=state,
+            exception_class=failure.exception_class if failure else "",
+            error_message=failure.message if failure else "",
+            backtrace=failure.backtrace if failure else "",
+            enqueued_at=job.created_at,
+            ended_at=failure.created_at if failure else job.finished_at,
+            rule=rule[:255],
+        )
+
     @property
     def error(self) -> str:
         """Its last error in one line (``class: message``); empty for a finished job."""
         if not self.exception_class:
             return ""
-        return f"{self.exception_class}: {self.error_message}" if self.error_message else ""
+        if not self.error_message:
+            return self.exception_class
+        return f"{self.exception_class}: {self.error_message}"
 
     def call(self) -> tuple[list[Any], dict[str, Any]]:
         """Its arguments as the task receives them (``DeserializationError`` if they no

@@ -1,6 +1,6 @@
 """What pruning removed: one ``PruneTally`` row per rule (or kind of row) and pass.
 
-Written by ``steady_queue.pruning`` once a rule removed something (a pass that removes
+Written by ``steady_queue.retention.pruning`` once a rule removed something (a pass that removes
 nothing writes nothing), and pruned like the rest, after
 ``steady_queue.prune_tallies_kept``. ``PruneTally.summary()`` adds them up per rule
 for a console's "what each rule removed in the last day".

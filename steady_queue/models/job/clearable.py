@@ -35,12 +35,12 @@ class ClearableQuerySet(models.QuerySet):
         deleted = 0
         while ids := list(oldest[:batch_size]):
             with db.atomic():
-                _delete_jobs(self.model, ids)
+                delete_jobs(self.model, ids)
             deleted += len(ids)
         return deleted
 
 
-def _delete_jobs(job_model: type[models.Model], ids: list[int]) -> None:
+def delete_jobs(job_model: type[models.Model], ids: list[int]) -> None:
     """Delete the jobs ``ids`` and the rows that point at them, one statement a table.
 
     Django's cascading delete would first load every job (arguments, attempts, return

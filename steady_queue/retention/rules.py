@@ -17,7 +17,7 @@ the most specific rule of its state wins: its task's, else its queue's, else the
 state's default. ``keep=None`` keeps those jobs for ever. Without a default rule of its
 own, ``succeeded`` keeps ``steady_queue.clear_finished_jobs_after``; ``failed`` and
 ``cancelled`` are kept for ever. Rules are checked by ``manage.py check``
-(``steady_queue.E350``); pruning refuses to run with a bad one. ``steady_queue.pruning``
+(``steady_queue.E350``); pruning refuses to run with a bad one. ``steady_queue.retention.pruning``
 applies them.
 """
 
@@ -38,7 +38,7 @@ def state_words() -> dict[str, str]:
     The states are imported here, not at the top: settings.py imports this module
     before Django's app registry (which ``steady_queue.models`` needs) is ready.
     """
-    from .models import states
+    from ..models import states
 
     return {
         SUCCEEDED: states.FINISHED,
@@ -50,7 +50,7 @@ def state_words() -> dict[str, str]:
 
 def pruned_states() -> tuple[str, ...]:
     """The states rules apply to, in the order pruning goes through them."""
-    from .models import states
+    from ..models import states
 
     return (states.FINISHED, states.FAILED, states.CANCELLED)
 
@@ -95,14 +95,14 @@ class Retention:
             if self.queue is not None
             else ""
         )
-        kept = "kept for ever" if self.keep is None else f"kept {_duration(self.keep)}"
+        kept = "kept for ever" if self.keep is None else f"kept {duration_in_words(self.keep)}"
         then = ", then archived" if self.archive and self.keep is not None else ""
         return f"{state} jobs{where} {kept}{then}"[:255]
 
 
 def default_rules() -> list[Retention]:
     """The rules that apply where ``retention_rules`` gives no default of a state."""
-    from .models import states
+    from ..models import states
 
     return [
         Retention(state=SUCCEEDED, keep=steady_queue.clear_finished_jobs_after),
@@ -148,7 +148,7 @@ def problems(rules: object = None) -> list[str]:
 
 
 def _problems_of(rule: Retention) -> list[str]:
-    from .models import states
+    from ..models import states
 
     found = []
     if rule.job_state is None:
@@ -180,7 +180,7 @@ def _task_problem(path: str) -> str | None:
     """Why ``path`` names no task (None: it does, or it cannot be told from here)."""
     from django.utils.module_loading import import_string
 
-    from .compat import Task
+    from ..compat import Task
 
     try:
         found = import_string(path)
@@ -193,7 +193,7 @@ def _task_problem(path: str) -> str | None:
     return None
 
 
-def _duration(keep: timedelta) -> str:
+def duration_in_words(keep: timedelta) -> str:
     seconds = int(keep.total_seconds())
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds and seconds % size == 0:
