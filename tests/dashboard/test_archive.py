@@ -14,10 +14,14 @@ from django.utils import timezone
 
 import steady_queue
 from steady_queue import arguments
-from steady_queue.models import ArchivedJob, Job, PruneTally, states
+from steady_queue.labels import labels
+from steady_queue.models import ArchivedJob, FailedExecution, Job, PruneTally, states
 from steady_queue.models.archived_job import SEPARATOR
 from steady_queue.retention import Retention
+from steady_queue.retention.pruning import prune
+from steady_queue.testing import run_ready_jobs
 from steady_queue_dashboard.models import AuditEntry
+from tests.tasks import dashboard as dashboard_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +66,7 @@ def archived(
         "task_path": task,
         "arguments": stored,
         "labels": list(labels),
-        "label_index": "".join(f"{SEPARATOR}{label}" for label in labels) + SEPARATOR,
+        "label_index": SEPARATOR.join(["", *labels, ""]) if labels else "",
         "attempts": [attempt],
         "state": states.FAILED,
         "exception_class": error[0],
@@ -349,6 +353,34 @@ def test_a_task_that_raises_while_enqueueing_is_a_message_not_a_500(editor, monk
         response.content.decode()
     )
     assert not Job.objects.exists()
+
+
+def test_a_job_the_pruning_archived_is_found_shown_and_restored(editor, monkeypatch):
+    """End to end through the engine: fail, prune with an archive rule, search, restore."""
+    rule = Retention(state="failed", keep=timedelta(days=1), archive=True)
+    monkeypatch.setattr(steady_queue, "retention_rules", [rule])
+    with labels("tenant:acme"):
+        job_id = int(dashboard_tasks.fail.enqueue("card declined").id)
+    run_ready_jobs()
+    FailedExecution.objects.filter(job_id=job_id).update(
+        created_at=timezone.now() - timedelta(days=2)
+    )
+    prune(pause=0)
+    assert not Job.objects.filter(pk=job_id).exists()
+
+    query = "?task=dashboard.fail&error=declined&label=tenant:acme"
+    page = editor.get(url("archive-list") + query).content.decode()
+    (row,) = ArchivedJob.objects.filter(job_id=job_id)
+    assert listed(page) == [row.pk] and row.rule == rule.describe()
+    detail = editor.get(url("archive-detail", row.pk)).content.decode()
+    assert "RuntimeError" in detail and 'id="archived-attempts"' in detail
+    panel = editor.get(url("retention")).content.decode()
+    assert rule.describe() in panel
+
+    asked = editor.get(url("archive-restore", row.pk)).content.decode()
+    editor.post(url("archive-restore", row.pk), {"confirm": token_of(asked)})
+    restored = Job.objects.get()
+    assert restored.labels == ["tenant:acme"] and restored.task_path == row.task_path
 
 
 # The Retention panel
