@@ -53,6 +53,7 @@ class ArchiveRow:
     labels: list = field(default_factory=list)
     error: dict | None = None
     restored_job_id: int | None = None
+    restored_at: datetime | None = None
 
 
 def archived_jobs() -> QuerySet:
@@ -115,6 +116,7 @@ def archive_row(row: ArchivedJob, *, preview: bool = False) -> ArchiveRow:
         labels=list(row.labels or []),
         error=error,
         restored_job_id=row.restored_job_id,
+        restored_at=row.restored_at,
     )
 
 
@@ -135,10 +137,6 @@ def archived_attempts(row: ArchivedJob) -> list[Attempt]:
         error = {"exception_class": row.exception_class, "message": row.error_message}
         done.append(Attempt(len(done) + 1, "", None, row.ended_at, error | {"traceback": ""}))
     return done
-
-
-def archived_error(row: ArchivedJob) -> dict | None:
-    return archive_row(row).error
 
 
 def archived_digest(row: ArchivedJob) -> str:

@@ -90,11 +90,10 @@ def _ask(request: HttpRequest, archived, facts: dict, refused: str = "") -> Http
 
 
 def _detail_context(archived) -> dict:
-    attempts = adapter.archived_attempts(archived)
+    row = adapter.archive_row(archived)
     return {
-        "archived": archived,
-        "row": adapter.archive_row(archived),
+        "row": row,
         "arguments": adapter.display_archived_arguments(archived),
-        "attempts": attempts,
-        "error": adapter.archived_error(archived),
+        "attempts": adapter.archived_attempts(archived),
+        "error": row.error,
     }

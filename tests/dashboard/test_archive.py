@@ -283,6 +283,8 @@ def test_restore_asks_first_then_enqueues_a_new_job_linked_and_audited(editor):
     assert arguments.display(job.arguments) == (["4111-1111", 25], {"note": "again"})
     row.refresh_from_db()
     assert row.restored_job_id == job.pk
+    page = editor.get(url("archive-detail", row.pk)).content.decode()
+    assert f'<a href="{url("job-detail", job.pk)}">job #{job.pk}</a>' in page
     entry = AuditEntry.objects.get()
     assert (entry.username, entry.action, entry.succeeded) == ("editor", "restore", True)
     assert entry.link == url("job-detail", job.pk)
