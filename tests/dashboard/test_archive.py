@@ -31,6 +31,8 @@ LIST_QUERIES = 3
 SEARCH_QUERIES = 4
 # Session, user, the row.
 DETAIL_QUERIES = 3
+# Session, user, the edit permission (the user's and its groups'), the row.
+RESTORE_PAGE_QUERIES = 5
 # Session, user, the prune tallies of the day.
 RETENTION_QUERIES = 3
 
@@ -261,12 +263,15 @@ def test_only_staff_with_edit_jobs_see_and_use_restore(viewer_client, operator_c
 # Restore
 
 
-def test_restore_asks_first_then_enqueues_a_new_job_linked_and_audited(editor):
+def test_restore_asks_first_then_enqueues_a_new_job_linked_and_audited(
+    editor, django_assert_max_num_queries
+):
     row = archived(
         "tests.tasks.masked.charge", ["4111-1111", 25], {"note": "again"}, labels=["billing"]
     )
 
-    asked = editor.get(url("archive-restore", row.pk))
+    with django_assert_max_num_queries(RESTORE_PAGE_QUERIES):
+        asked = editor.get(url("archive-restore", row.pk))
     page = asked.content.decode()
     assert asked.status_code == 200 and "Restore as a new job" in page
     assert "4111" not in page and "[masked]" in page
