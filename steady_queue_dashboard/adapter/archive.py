@@ -158,6 +158,11 @@ def restore_problem(row: ArchivedJob) -> str:
         return _("Its arguments no longer load: %(error)s") % {"error": exc}
     except Refusal as exc:
         return str(exc)
+    except Exception as exc:  # the task's module raising as it imports: a message, not a 500
+        return _("Task %(path)s cannot be loaded: %(error)s") % {
+            "path": row.task_path,
+            "error": f"{type(exc).__name__}: {exc}",
+        }
     return ""
 
 

@@ -324,6 +324,19 @@ def test_a_task_that_no_longer_imports_is_a_clear_message_with_nothing_written(e
     assert not Job.objects.exists() and not AuditEntry.objects.exists()
 
 
+def test_a_task_module_that_raises_as_it_imports_is_a_message_not_a_500(editor, monkeypatch):
+    row = archived()
+
+    def broken(self):
+        raise RuntimeError("settings missing at import")
+
+    monkeypatch.setattr(ArchivedJob, "task", broken)
+    page = editor.get(url("archive-restore", row.pk)).content.decode()
+    assert "RuntimeError: settings missing at import" in page
+    response = editor.post(url("archive-restore", row.pk), {"confirm": token_of(page)})
+    assert response.status_code == 200 and not Job.objects.exists()
+
+
 def test_arguments_the_task_no_longer_takes_are_refused(editor):
     row = archived("tests.tasks.dashboard.fail", ["a", "b", "c"])
     page = editor.get(url("archive-restore", row.pk)).content.decode()
