@@ -249,3 +249,42 @@ class WorkflowRunFilter(django_filters.FilterSet):
     """The workflow runs list: by part of the workflow's name."""
 
     name = django_filters.CharFilter(label=_("Name"), lookup_expr="icontains", max_length=255)
+
+
+class ArchiveFilter(django_filters.FilterSet):
+    """The Archive page's search: by task, error text and labels (``adapter/archive.py``
+    says which columns each reads)."""
+
+    task = django_filters.CharFilter(
+        label=_("Task"),
+        method="filter_task",
+        max_length=255,
+        help_text=_("Part of the task's path: charge_card finds demo.tasks.charge_card."),
+        widget=forms.TextInput(attrs={"placeholder": _("e.g. charge_card")}),
+    )
+    error = django_filters.CharFilter(
+        label=_("Error"),
+        method="filter_error",
+        max_length=255,
+        help_text=_("Part of the last error's class or message: Timeout, card declined."),
+        widget=forms.TextInput(attrs={"placeholder": _("class or message")}),
+    )
+    label = LabelsFilter(
+        label=_("Labels"),
+        method="filter_labels",
+        help_text=_("Archived jobs with these labels; add one at a time, untick one to drop it."),
+    )
+    label_mode = LabelModeFilter(label=_("Match"), method="filter_label_mode")
+
+    def filter_task(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return adapter.archived_by_task(queryset, value.strip())
+
+    def filter_error(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return adapter.archived_by_error(queryset, value.strip())
+
+    def filter_labels(self, queryset: QuerySet, name: str, labels: list[str]) -> QuerySet:
+        mode = self.form.cleaned_data.get(LABEL_MODE) or ALL
+        return adapter.archived_labelled(queryset, labels, mode)
+
+    def filter_label_mode(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset  # read by filter_labels

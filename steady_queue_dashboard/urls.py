@@ -11,6 +11,7 @@ from steady_queue.models import states
 
 from .listings import LISTINGS
 from .views import (
+    archive,
     audit_log,
     batches,
     concurrency,
@@ -26,6 +27,7 @@ from .views import (
     recurring,
     recurring_schedules,
     reveal,
+    retention,
     run_logs,
     signals,
     task_pauses,
@@ -117,6 +119,10 @@ urlpatterns = [
     path("workflows/", workflows.workflow_list, name="workflow-list"),
     path("workflows/<sq_job:pk>/", workflows.workflow_detail, name="workflow-detail"),
     path("audit/", audit_log.audit_log, name="audit-log"),
+    path("archive/", archive.archive_list, name="archive-list"),
+    path("archive/<sq_job:pk>/", archive.archive_detail, name="archive-detail"),
+    path("archive/<sq_job:pk>/restore/", archive.archive_restore, name="archive-restore"),
+    path("retention/", retention.retention, name="retention"),
     path("errors/", errors.error_group_list, name="error-groups"),
     path("errors/<slug:key>/<slug:action>/", errors.error_group_action, name="error-group-action"),
     # Actions (POST only), apart from every page.

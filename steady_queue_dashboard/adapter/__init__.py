@@ -7,6 +7,22 @@ modules split it by subject; import from the package itself.
 """
 
 from .actions import Outcome, act_on_job, act_on_jobs
+from .archive import (
+    ARCHIVE_ORDER,
+    ArchiveRow,
+    archive_row,
+    archive_rows,
+    archived_attempts,
+    archived_by_error,
+    archived_by_task,
+    archived_digest,
+    archived_jobs,
+    archived_labelled,
+    display_archived_arguments,
+    find_archived,
+    restore_archived,
+    restore_problem,
+)
 from .batches import BatchRow, Callback, batch_jobs, batch_rows, batches, find_batch
 from .cancellation import Cancellation, cancellation_of, is_cancelled
 from .concurrency import ConcurrencyKey, concurrency_keys, next_blocked_job, release_next_blocked
@@ -109,6 +125,7 @@ from .recurring_schedules import (
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
 from .reveal import Revealed, is_encrypted_job, reveal
+from .retention import Panel, RuleRow, retention_panel
 from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
 from .task_pauses import (
     is_paused,
@@ -134,12 +151,14 @@ from .workflows import (
 from .workflows import by_state as steps_by_state
 
 __all__ = [
+    "ARCHIVE_ORDER",
     "DEFAULT_WINDOW",
     "SIGNAL_NAME_LENGTH",
     "SIGNAL_PAYLOAD_LIMIT",
     "STEP_STATES",
     "WAIT_KINDS",
     "WINDOWS",
+    "ArchiveRow",
     "Attempt",
     "BatchRow",
     "Callback",
@@ -155,6 +174,7 @@ __all__ = [
     "KeyLatency",
     "KeySlots",
     "Outcome",
+    "Panel",
     "Preview",
     "ProcessNode",
     "Queue",
@@ -163,6 +183,7 @@ __all__ = [
     "Refusal",
     "ReleaseOutcome",
     "Revealed",
+    "RuleRow",
     "RunLog",
     "RunRow",
     "RunSteps",
@@ -176,6 +197,14 @@ __all__ = [
     "act_on_job",
     "act_on_jobs",
     "activity",
+    "archive_row",
+    "archive_rows",
+    "archived_attempts",
+    "archived_by_error",
+    "archived_by_task",
+    "archived_digest",
+    "archived_jobs",
+    "archived_labelled",
     "argument_query",
     "arguments_preview",
     "attempts",
@@ -190,6 +219,7 @@ __all__ = [
     "concurrency_keys",
     "delete_schedule",
     "digest",
+    "display_archived_arguments",
     "display_arguments",
     "display_metadata",
     "display_value",
@@ -204,6 +234,7 @@ __all__ = [
     "fair_task_check",
     "fair_weight_of",
     "field_of",
+    "find_archived",
     "find_batch",
     "find_job",
     "find_recurring_task",
@@ -243,8 +274,11 @@ __all__ = [
     "release_job",
     "release_next_blocked",
     "request_stack",
+    "restore_archived",
+    "restore_problem",
     "resume_queue",
     "resume_task",
+    "retention_panel",
     "retry_job",
     "reveal",
     "routed_task",

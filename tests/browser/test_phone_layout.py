@@ -18,6 +18,7 @@ from steady_queue.workflows import Workflow
 from steady_queue_dashboard.models import AuditEntry
 from tests import tasks as plain_tasks
 from tests.browser.test_dashboard import seed_a_busy_hour
+from tests.dashboard.test_archive import archived
 from tests.tasks import dashboard as tasks
 from tests.tasks import groups
 
@@ -84,10 +85,11 @@ LIST_PAGES = [
     "workflows",
     "audit",
     "errors",
+    "archive",
 ]
 JOB_STATES = LIST_PAGES[:10]
 # Pages whose filter form folds behind a "Filters" button at phone width.
-FILTERED_PAGES = [*JOB_STATES, "batches", "workflows"]
+FILTERED_PAGES = [*JOB_STATES, "batches", "workflows", "archive"]
 
 
 def seed_every_list() -> None:
@@ -113,6 +115,7 @@ def seed_every_list() -> None:
         affected=1,
         message="Retried 1 job.",
     )
+    archived(labels=["tenant:acme"])
 
 
 def path_of(page_name: str) -> str:
@@ -236,7 +239,7 @@ def assert_filters_fold_behind_one_button(page, path: str) -> None:
 
 def assert_navigation_and_tabs_wrap_inside_the_screen(page, path: str, page_name: str) -> None:
     links = page.locator(".nav a")
-    assert links.count() == 11
+    assert links.count() == 12
     for selector in (".nav", ".tabs"):
         assert page.evaluate(OUTSIDE_THE_WINDOW, selector) == [], selector
     for selector in (".nav", ".tabs"):

@@ -19,12 +19,21 @@ from django.contrib.auth.models import Permission, User
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from steady_queue.models import FairWeight, Job, JobSignal, Pause, RecurringTask, Semaphore
+from steady_queue.models import (
+    ArchivedJob,
+    FairWeight,
+    Job,
+    JobSignal,
+    Pause,
+    RecurringTask,
+    Semaphore,
+)
 from steady_queue.pauses import pause_task
 from steady_queue_dashboard.listings import LISTINGS
 from steady_queue_dashboard.models import AuditEntry
 from tests import tasks as plain_tasks
 from tests.dashboard.conftest import make_jobs
+from tests.dashboard.test_archive import archived
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +101,10 @@ def page_paths(status: str, key: str, pk: int) -> list[str]:
         "/jobs/audit/",
         "/jobs/errors/",
         "/jobs/waits/",
+        "/jobs/archive/",
+        f"/jobs/archive/{pk}/",
+        f"/jobs/archive/{pk}/restore/",
+        "/jobs/retention/",
     ]
 
 
@@ -131,6 +144,7 @@ def snapshot() -> tuple:
         sorted(Semaphore.objects.values_list("key", "value")),
         sorted(FairWeight.objects.values_list("task_path", "key", "weight")),
         sorted(JobSignal.objects.values_list("job_id", "name")),
+        sorted(ArchivedJob.objects.values_list("pk", "restored_job_id")),
     )
 
 
@@ -144,6 +158,7 @@ def world(db, fair_share):
     RecurringTask.objects.create(
         key="nightly/run", schedule="0 3 * * *", task_path="tests.tasks.dashboard.record"
     )
+    jobs.archived = archived(job_id=jobs.failed.pk)  # an Archive row, restorable
     return jobs
 
 
@@ -154,6 +169,7 @@ def test_fuzz_every_url_and_form(viewer_client, operator_client, world, record_p
     before = snapshot()
     sent = {"requests": 0}
     real_ids = [world.failed.pk, world.pending.pk, world.scheduled.pk, world.blocked.pk]
+    real_ids.append(world.archived.pk)
 
     def send(client, method: str, path: str, data: list[tuple[str, str]], htmx: bool):
         extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
@@ -227,6 +243,7 @@ def test_fuzz_the_job_change_forms(operator_client, world, settings, record_prop
     operator_client.raise_request_exception = False
     before = snapshot()
     real_ids = [world.failed.pk, world.pending.pk, world.scheduled.pk, world.finished.pk]
+    real_ids.append(world.archived.pk)
     sent = {"requests": 0}
 
     @settings_for_fuzz
@@ -234,12 +251,13 @@ def test_fuzz_the_job_change_forms(operator_client, world, settings, record_prop
         pk=job_ids | st.sampled_from(real_ids),
         data=st.lists(st.tuples(st.sampled_from(CHANGE_FIELDS), change_values), max_size=8),
         htmx=st.booleans(),
-        choice=st.integers(min_value=0, max_value=4),
+        choice=st.integers(min_value=0, max_value=5),
         method=st.sampled_from(["get", "post"]),
     )
     def run(pk, data, htmx, choice, method):
         path = [f"/jobs/{pk}/edit/", f"/jobs/{pk}/retry-with-changes/",
-                f"/jobs/{pk}/duplicate/", "/jobs/new/", f"/jobs/{pk}/signal/"][choice]  # fmt: skip
+                f"/jobs/{pk}/duplicate/", "/jobs/new/", f"/jobs/{pk}/signal/",
+                f"/jobs/archive/{pk}/restore/"][choice]  # fmt: skip
         extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
         if method == "get":
             response = operator_client.get(f"{path}?{urlencode(data)}", **extra)

@@ -10,6 +10,7 @@ from steady_queue import arguments
 from steady_queue.models import Batch, Job, RecurringTask
 from steady_queue_dashboard import urls
 
+from .test_archive import archived
 from .test_pages import FRAGMENT_IDS, page_urls
 from .test_workflows import failing_run
 
@@ -52,6 +53,7 @@ def _more_pages() -> dict[str, str]:
         static=False,
     )
     run = failing_run()
+    row = archived()
     name = "steady_queue_dashboard:"
     return {
         "batch": reverse(name + "batch-detail", args=[batch.pk]),
@@ -67,6 +69,8 @@ def _more_pages() -> dict[str, str]:
         "retry job with changes": reverse(name + "job-retry-changed", args=[_failed_job()]),
         "duplicate job": reverse(name + "job-duplicate", args=[_a_job()]),
         "send signal": reverse(name + "job-signal", args=[_a_job()]),
+        "archived job": reverse(name + "archive-detail", args=[row.pk]),
+        "restore archived job": reverse(name + "archive-restore", args=[row.pk]),
     }
 
 

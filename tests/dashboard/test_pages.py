@@ -37,6 +37,8 @@ def page_urls(jobs) -> dict[str, str]:
         "audit": reverse("steady_queue_dashboard:audit-log"),
         "tasks": reverse("steady_queue_dashboard:tasks"),
         "waits": reverse("steady_queue_dashboard:wait-list"),
+        "archive": reverse("steady_queue_dashboard:archive-list"),
+        "retention": reverse("steady_queue_dashboard:retention"),
     }
     for status in STATUSES:
         urls[status] = reverse("steady_queue_dashboard:job-list", args=[status])
@@ -58,6 +60,8 @@ FRAGMENT_IDS = {
     "audit": 'id="audit-table"',
     "tasks": 'id="task-table"',
     "waits": 'id="wait-table"',
+    "archive": 'id="archive-table"',
+    "retention": 'id="retention-panel"',
     **{status: 'id="job-list"' for status in STATUSES},
 }
 

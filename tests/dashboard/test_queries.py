@@ -40,6 +40,8 @@ BUDGET = {
     "tasks": 7,
     # The page of jobs, the steps done by its rows, the next deadline, the two tab counts.
     "waits": 7,
+    "archive": 3,  # one page of archived jobs
+    "retention": 3,  # the day's prune tallies
     # One count per status tab (10), the page, and the session, user and queue names.
     "ready": 15,
     "scheduled": 15,
