@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("steady_queue", "0017_labels"),
+        ("steady_queue", "0018_durable"),
     ]
 
     operations = [

@@ -124,8 +124,8 @@ from .recurring_schedules import (
     schedule_values,
 )
 from .release import KeySlots, ReleaseOutcome, blocked_keys, key_slots, release_job
-from .reveal import Revealed, is_encrypted_job, reveal
 from .retention import Panel, RuleRow, retention_panel
+from .reveal import Revealed, is_encrypted_job, reveal
 from .run_logs import RunLog, request_stack, run_log_of, stack_request, still_waiting
 from .task_pauses import (
     is_paused,
