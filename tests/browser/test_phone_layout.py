@@ -239,7 +239,7 @@ def assert_filters_fold_behind_one_button(page, path: str) -> None:
 
 def assert_navigation_and_tabs_wrap_inside_the_screen(page, path: str, page_name: str) -> None:
     links = page.locator(".nav a")
-    assert links.count() == 12
+    assert links.count() == 13
     for selector in (".nav", ".tabs"):
         assert page.evaluate(OUTSIDE_THE_WINDOW, selector) == [], selector
     for selector in (".nav", ".tabs"):
