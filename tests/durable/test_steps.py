@@ -117,3 +117,12 @@ def test_a_step_costs_bounded_statements(django_assert_max_num_queries):
         assert step(context, "two", lambda: 0) == 2
     with django_assert_max_num_queries(0), pytest.raises(DurableStepError):
         step(context, "two", lambda: 0)
+
+
+def test_a_retry_with_new_arguments_may_reset_the_steps_too():
+    result = tasks.scripted.enqueue(PLAN)
+    run()
+    job(result).retry(args=[[["step", "a"], ["step", "c"]]], reset_steps=True)
+    run()
+    assert job(result).return_value == ["a-result", "c-result"]
+    assert [name for _, name in tasks.BODIES] == ["a", "a", "c"]

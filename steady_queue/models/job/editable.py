@@ -133,9 +133,11 @@ class EditableJob:
         """
         if args is None and kwargs is None:
             return super().retry(reset_steps=reset_steps)
-        with db.atomic():
+        if not reset_steps:
             changes = self._edit_in_transaction(_Request(args, kwargs), only_failed=True)
-            if reset_steps:
+        else:  # the steps go in the edit's transaction, or not at all
+            with db.atomic():
+                changes = self._edit_in_transaction(_Request(args, kwargs), only_failed=True)
                 self.reset_steps()
         _announce_edit(self, "retry with changes", changes)
 

@@ -60,14 +60,19 @@ class Retryable:
         transaction and the task starts again from its first step (signals received
         stay, for its waits to take again).
         """
-        with db.atomic():
-            if type(self).objects.filter(pk=self.pk).retry_all() == 0:
-                raise JobStateError(
-                    f"Job {self.pk} is {state_of(self)}: only failed jobs can be retried."
-                )
-            if reset_steps:
+        if not reset_steps:
+            self._retry_or_refuse()
+        else:  # the steps go in the retry's transaction, or not at all
+            with db.atomic():
+                self._retry_or_refuse()
                 self.reset_steps()
         self._state.fields_cache.clear()
+
+    def _retry_or_refuse(self) -> None:
+        if type(self).objects.filter(pk=self.pk).retry_all() == 0:
+            raise JobStateError(
+                f"Job {self.pk} is {state_of(self)}: only failed jobs can be retried."
+            )
 
     def reset_steps(self) -> None:
         """Delete this job's durable records (steps, sleeps, waits); its signals stay."""
