@@ -21,8 +21,9 @@ pytestmark = pytest.mark.django_db
 
 CARD = "4111-1111-1111-1111"
 # The job page's budget (tests/dashboard/test_queries.py) and the reveal's: the session,
-# the user and their permissions, the job, its log lines, the audit entry.
-JOB_PAGE = 6
+# the user and their permissions, the job, its log lines, its durable records, the audit
+# entry.
+JOB_PAGE = 7
 REVEAL = 8
 
 

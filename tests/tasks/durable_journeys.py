@@ -10,6 +10,7 @@ ran it before between those two lines.
 from __future__ import annotations
 
 import os
+import time
 from datetime import timedelta
 
 from steady_queue.compat import task
@@ -18,6 +19,7 @@ from steady_queue.task_options.retries import retry_policy
 from tests.tasks.processes import append
 
 STEPS = 5
+BODY_SECONDS = 0.02
 
 
 # A killed run is a failed attempt (ProcessExitError): run again from the top, its steps
@@ -38,5 +40,7 @@ def journey(context, log_path: str, label: str, nap: float) -> list:
 
 
 def _body(log_path: str, label: str, name: str) -> str:
+    # A body takes a little time, so that a kill finds workers busy on a fast machine.
+    time.sleep(BODY_SECONDS)
     append(log_path, f"ran {label}/{name} {os.getpid()}")
     return f"{label}/{name}"
