@@ -8,7 +8,6 @@ the model, so that its columns can change without touching them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -21,11 +20,10 @@ from steady_queue.models import ArchivedJob, states
 from steady_queue.models.archived_job import SEPARATOR
 from steady_queue.ops import audit as ops_audit
 
-from .. import masking
 from .actions import Outcome
-from .history import Attempt, attempts
+from .history import Attempt, attempts, shown_error
 from .job_edits import Refusal, _engine, check_call, digest
-from .job_queries import arguments_preview
+from .job_queries import arguments_preview, display_call
 
 #: The Archive page's order, newest archived first: the ``sq_archived_at`` index (and,
 #: for one task, ``sq_archived_task``), the id making it total for the keyset.
@@ -100,6 +98,7 @@ def archive_row(row: ArchivedJob, *, preview: bool = False) -> ArchiveRow:
         error = {"exception_class": row.exception_class, "message": row.error_message}
         if not preview:
             error["traceback"] = row.backtrace
+        error = shown_error(error)  # an encrypted task's message and traceback hidden
     return ArchiveRow(
         pk=row.pk,
         job_id=row.job_id,
@@ -121,9 +120,8 @@ def archive_row(row: ArchivedJob, *, preview: bool = False) -> ArchiveRow:
 
 
 def display_archived_arguments(row: ArchivedJob) -> str:
-    """The arguments as indented JSON, masked as a live job's are on its page."""
-    args, kwargs = masking.mask_call(*arguments.display(row.arguments or {}), row.task_path)
-    return json.dumps({"args": args, "kwargs": kwargs}, indent=2, default=str)
+    """The arguments as indented JSON, masked (or ENCRYPTED) as a live job's are on its page."""
+    return display_call(row.arguments, row.task_path)
 
 
 def archived_attempts(row: ArchivedJob) -> list[Attempt]:
@@ -135,7 +133,8 @@ def archived_attempts(row: ArchivedJob) -> list[Attempt]:
     done = attempts(row)
     if row.state == states.FAILED and row.exception_class and not (done and done[-1].error):
         error = {"exception_class": row.exception_class, "message": row.error_message}
-        done.append(Attempt(len(done) + 1, "", None, row.ended_at, error | {"traceback": ""}))
+        error = shown_error(error | {"traceback": ""})
+        done.append(Attempt(len(done) + 1, "", None, row.ended_at, error))
     return done
 
 

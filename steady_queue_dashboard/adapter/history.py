@@ -51,7 +51,7 @@ def attempts(job: Job) -> list[Attempt]:
             worker=entry.get("worker_id") or "",
             started_at=_parse_time(entry.get("started_at")),
             finished_at=_parse_time(entry.get("finished_at")),
-            error=_shown_error(entry.get("error")),
+            error=shown_error(entry.get("error")),
         )
         for number, entry in enumerate(job.attempts or [], start=1)
     ]
@@ -61,7 +61,7 @@ def attempts(job: Job) -> list[Attempt]:
     if failed is not None and not (done and done[-1].error) and not cancelled_unrun:
         # A failure recorded outside a run (a dead worker's job) has no attempt entry.
         error = {"exception_class": failed.exception_class, "message": failed.message}
-        error = _shown_error(error | {"traceback": failed.backtrace})
+        error = shown_error(error | {"traceback": failed.backtrace})
         done.append(Attempt(len(done) + 1, "", None, failed.created_at, error))
     claimed = getattr(job, "claimed_execution", None)
     if claimed is not None:
@@ -155,7 +155,7 @@ def _parse_time(value: datetime | str | None) -> datetime | None:
     return parse_datetime(value)
 
 
-def _shown_error(error: dict | None) -> dict | None:
+def shown_error(error: dict | None) -> dict | None:
     """An error as the console shows it: an encrypted task's message and traceback hidden."""
     if not error:
         return error

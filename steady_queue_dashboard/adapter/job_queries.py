@@ -139,9 +139,15 @@ def _any_of(lookups) -> Q:
 def display_arguments(job: Job) -> str:
     """Return the job's arguments as indented JSON, as the task will receive them, masked
     (an encrypted task's: ``masking.ENCRYPTED``)."""
-    if masking.is_encrypted(job.arguments):
+    return display_call(job.arguments, job.task_path)
+
+
+def display_call(stored: dict | None, task_path: str) -> str:
+    """Stored arguments of ``task_path`` as indented JSON, masked; sealed: ENCRYPTED (a
+    live job's page and an archived one's)."""
+    if masking.is_encrypted(stored):
         return masking.ENCRYPTED
-    args, kwargs = masking.mask_call(*arguments.display(job.arguments), job.task_path)
+    args, kwargs = masking.mask_call(*arguments.display(stored or {}), task_path)
     return json.dumps({"args": args, "kwargs": kwargs}, indent=2, default=str)
 
 

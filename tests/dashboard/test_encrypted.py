@@ -137,3 +137,24 @@ def test_the_change_forms_refuse_an_encrypted_job(operator, finished):
 
     assert "task is encrypted" in html
     assert CARD not in html
+
+
+def test_an_archived_encrypted_job_shows_encrypted_never_an_empty_call_or_ciphertext(
+    operator, failed
+):
+    from steady_queue.models import ArchivedJob
+
+    row = ArchivedJob.from_job(failed, failed.failed_execution, rule="failed, archived")
+    row.save()
+    assert row.error_message.startswith("sq-encrypted:")  # stored sealed, as the live row
+
+    for name in ("archive-list", "archive-detail"):
+        args = [row.pk] if name == "archive-detail" else []
+        response = operator.get(reverse(f"steady_queue_dashboard:{name}", args=args))
+        page = response.content.decode()
+        assert response.status_code == 200, name
+        assert CARD not in page and "declined card" not in page, name
+        assert "sq-encrypted:" not in page, name
+        assert "encrypted" in page, name
+    detail = operator.get(reverse("steady_queue_dashboard:archive-detail", args=[row.pk]))
+    assert '"args": []' not in detail.content.decode().replace("&quot;", '"')
