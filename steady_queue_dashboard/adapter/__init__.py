@@ -55,6 +55,7 @@ from .fair_share import (
     fair_weight_of,
     set_fair_weight,
 )
+from .finished_history import find_in_history, history_context
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_edits import (
     Refusal,
@@ -236,11 +237,13 @@ __all__ = [
     "field_of",
     "find_archived",
     "find_batch",
+    "find_in_history",
     "find_job",
     "find_recurring_task",
     "find_run",
     "find_task",
     "fingerprint",
+    "history_context",
     "is_cancelled",
     "is_editable",
     "is_encrypted_job",
