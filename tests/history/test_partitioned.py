@@ -73,6 +73,8 @@ def test_a_moved_job_keeps_its_result_labels_and_metadata(django_assert_max_num_
     assert found.finished_at is not None and len(found.worker_ids) == 1
     assert labels_of(found) == ["tenant:7", "export"]
     assert metadata_of(found) == {"rows": 12}
+    result.refresh()  # Django's own refresh goes through get_result
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 5
     assert PruneTally.objects.filter(kind=kinds.HISTORY_MOVES, removed=1).exists()
 
 
