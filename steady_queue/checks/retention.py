@@ -55,11 +55,11 @@ def check_finished_history() -> list[checks.CheckMessage]:
                 id=HISTORY_ERROR_ID,
             )
         ]
-    vendor = db.connection().vendor
-    if vendor != "postgresql":
+    if not db.is_postgresql():
+        name = db.connection().display_name
         return [
             checks.Warning(
-                f'steady_queue.partition_finished_by = "{DAY}" is ignored on {vendor}: '
+                f'steady_queue.partition_finished_by = "{DAY}" is ignored on {name}: '
                 "only PostgreSQL partitions the finished history.",
                 hint="Finished jobs stay in the jobs table and are deleted in batches.",
                 id=HISTORY_IGNORED_ID,

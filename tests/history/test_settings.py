@@ -44,7 +44,7 @@ def test_day_is_a_warning_off_postgresql(monkeypatch):
         assert found == []
     else:
         [warning] = found
-        assert warning.id == HISTORY_IGNORED_ID and connection.vendor in warning.msg
+        assert warning.id == HISTORY_IGNORED_ID and connection.display_name in warning.msg
 
 
 @pytest.mark.skipif(POSTGRES, reason="PostgreSQL moves them (test_partitioned.py)")
