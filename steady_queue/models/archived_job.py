@@ -37,25 +37,6 @@ if TYPE_CHECKING:
 SEPARATOR = "\x1f"
 
 
-def snapshot(job: Job) -> dict[str, Any]:
-    """What a job that left the live tables keeps of itself: the archive's row and the
-    finished history's (``FinishedHistory``) are both made of it. Values are copied as
-    stored: an encrypted job's arguments and return value stay ciphertext."""
-    return {
-        "queue_name": job.queue_name,
-        "task_path": job.task_path,
-        "backend": job.backend,
-        "arguments": job.arguments,
-        "priority": job.priority,
-        "labels": list(job.labels or []),
-        "attempts": job.attempts or [],
-        "metadata": job.metadata or {},
-        "return_value": job.return_value,
-        "batch_id": job.batch_id,
-        "workflow_run_id": job.workflow_run_id,
-    }
-
-
 class ArchivedJobQuerySet(QueueQuerySet):
     def search(
         self,
@@ -150,8 +131,18 @@ class ArchivedJob(QueueModel):
         labels = list(job.labels or [])
         return cls(
             job_id=job.pk,
-            **snapshot(job),
+            queue_name=job.queue_name,
+            task_path=job.task_path,
+            backend=job.backend,
+            arguments=job.arguments,
+            priority=job.priority,
+            labels=labels,
             label_index=SEPARATOR.join(["", *labels, ""]) if labels else "",
+            attempts=job.attempts or [],
+            metadata=job.metadata or {},
+            return_value=job.return_value,
+            batch_id=job.batch_id,
+            workflow_run_id=job.workflow_run_id,
             state=state,
             exception_class=failure.exception_class if failure else "",
             error_message=failure.message if failure else "",

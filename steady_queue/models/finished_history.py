@@ -7,10 +7,11 @@ partition instead of deleting its rows one by one. The jobs table itself cannot 
 partitioned (every unique index would need the partition key, and executions, labels,
 run logs and steps point at ``jobs.id``), so a job moves here whole once it is done with.
 
-A row is the job's own id and what its result and its page need (``snapshot``, as the
-archive keeps it): ``get_result`` and the console's job page read it when the id is no
-longer in the jobs table. Django does not manage the table (a migration creates the
-partitioned parent on PostgreSQL only); the model only reads and inserts.
+A row is the job's own id and what its result and its page need, each column named and
+typed as in the jobs table (the move copies them with one ``INSERT ... SELECT``, an
+encrypted job's ciphertext as it is): ``get_result`` and the console's job page read
+it when the id is no longer in the jobs table. Django does not manage the table (a
+migration creates the partitioned parent on PostgreSQL only); the model only reads.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import db
 from . import states
-from .archived_job import snapshot
 from .base import QueueManager, QueueModel
 
 if TYPE_CHECKING:
@@ -73,17 +73,6 @@ class FinishedHistory(QueueModel):
         if not db.is_postgresql():
             return None
         return cls.objects.filter(pk=job_id).first()
-
-    @classmethod
-    def from_job(cls, job: Job) -> FinishedHistory:
-        """The unsaved history row of the succeeded ``job``."""
-        return cls(
-            id=job.pk,
-            **snapshot(job),
-            created_at=job.created_at,
-            scheduled_at=job.scheduled_at,
-            finished_at=job.finished_at,
-        )
 
     def as_job(self) -> Job:
         """An unsaved ``Job`` as the row was in the jobs table, finished and with no

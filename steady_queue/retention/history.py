@@ -167,12 +167,35 @@ def _move_target(rule: Retention, rules: list[Retention], now: datetime, target_
 
 def _move(rows: QuerySet, ids: list) -> int:
     """Copy the jobs ``ids`` still eligible to history and delete them: in the caller's
-    transaction, the rows a worker or an operator holds skipped."""
-    jobs = list(rows.filter(pk__in=ids).order_by("pk").locked())
-    if jobs:
-        FinishedHistory.objects.bulk_create([FinishedHistory.from_job(job) for job in jobs])
-        delete_jobs(Job, [job.pk for job in jobs])
-    return len(jobs)
+    transaction, the rows a worker or an operator holds skipped.
+
+    The copy is one ``INSERT ... SELECT``: the rows never travel to Python and back
+    (that doubled a move's time in ``bench/history_prune.py``), and stored values,
+    an encrypted job's ciphertext included, are copied as they are.
+    """
+    held = list(rows.filter(pk__in=ids).order_by("pk").locked().values_list("pk", flat=True))
+    if held:
+        connection = db.connection()
+        quote = connection.ops.quote_name
+        columns = [quote(column) for column in copied_columns()]
+        marks = ", ".join(["%s"] * len(held))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {quote(TABLE)} ({', '.join(columns)}, {quote('moved_at')}) "
+                f"SELECT {', '.join(columns)}, now() FROM {quote(Job._meta.db_table)} "
+                f"WHERE {quote(Job._meta.pk.column)} IN ({marks})",
+                held,
+            )
+        delete_jobs(Job, held)
+    return len(held)
+
+
+def copied_columns() -> list[str]:
+    """The columns a history row takes from its job: all of ``FinishedHistory``'s but
+    ``moved_at``, each named as in the jobs table (the model is the one list of them)."""
+    return [
+        field.column for field in FinishedHistory._meta.concrete_fields if field.name != "moved_at"
+    ]
 
 
 # -- dropping old days -------------------------------------------------------------------
