@@ -55,7 +55,14 @@ from .fair_share import (
     fair_weight_of,
     set_fair_weight,
 )
-from .finished_history import find_in_history, history_context
+from .finished_history import (
+    HISTORY_ORDER,
+    find_in_history,
+    history_context,
+    history_list_rows,
+    history_rows,
+    history_shown,
+)
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_edits import (
     Refusal,
@@ -154,6 +161,7 @@ from .workflows import by_state as steps_by_state
 __all__ = [
     "ARCHIVE_ORDER",
     "DEFAULT_WINDOW",
+    "HISTORY_ORDER",
     "SIGNAL_NAME_LENGTH",
     "SIGNAL_PAYLOAD_LIMIT",
     "STEP_STATES",
@@ -244,6 +252,9 @@ __all__ = [
     "find_task",
     "fingerprint",
     "history_context",
+    "history_list_rows",
+    "history_rows",
+    "history_shown",
     "is_cancelled",
     "is_editable",
     "is_encrypted_job",

@@ -27,6 +27,7 @@ def job_list(request: HttpRequest, status: str) -> HttpResponse:
         # Called by the template only when the full page (with the filter form) renders.
         "queue_names": adapter.queue_names,
         "tabs": [(tab, counts[tab.status]) for tab in LISTINGS.values()],
+        "history_shown": adapter.history_shown(),  # a setting and the vendor: no query
     }
     return render_page(
         request,

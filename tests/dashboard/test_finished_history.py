@@ -75,3 +75,57 @@ def test_a_moved_encrypted_jobs_page_shows_encrypted(admin_client):
 def test_off_postgresql_a_cleared_jobs_page_is_a_404(admin_client):
     pk = moved(tasks.add.enqueue(1, 2))
     assert admin_client.get(url("job-detail", pk)).status_code == 404
+
+
+#: The history list: the session and user, then one keyset page.
+HISTORY_LIST = 4
+
+
+def history_rows(count: int) -> list[int]:
+    """``count`` jobs straight into history, a minute apart (newest first): their ids."""
+    from steady_queue.retention import history
+
+    now = timezone.now()
+    history.ensure_partitions({history.day_of(now - timedelta(minutes=n)) for n in range(count)})
+    rows = [
+        FinishedHistory(
+            id=10**9 + n,
+            queue_name="default",
+            task_path="tests.tasks.add",
+            arguments={"args": [n, 1], "kwargs": {}},
+            created_at=now - timedelta(minutes=n + 1),
+            finished_at=now - timedelta(minutes=n),
+        )
+        for n in range(count)
+    ]
+    FinishedHistory.objects.bulk_create(rows)
+    return [row.pk for row in rows]
+
+
+@pytest.mark.skipif(not POSTGRES, reason="the partitioned history is PostgreSQL's")
+def test_the_history_list_pages_newest_first_in_bounded_queries(
+    admin_client, django_assert_max_num_queries
+):
+    ids = history_rows(55)
+    with django_assert_max_num_queries(HISTORY_LIST):
+        first = admin_client.get(url("history-list"))
+    assert first.status_code == 200
+    html = first.text
+    assert f'id="history-row-{ids[0]}"' in html and f'id="history-row-{ids[49]}"' in html
+    assert f'id="history-row-{ids[50]}"' not in html and 'rel="next"' in html
+    assert html.index(f"history-row-{ids[0]}") < html.index(f"history-row-{ids[1]}")
+    next_link = html.split('rel="next"')[0].rsplit('href="', 1)[1].split('"')[0]
+    with django_assert_max_num_queries(HISTORY_LIST):
+        second = admin_client.get(next_link.replace("&amp;", "&")).text
+    assert f'id="history-row-{ids[50]}"' in second and f'id="history-row-{ids[54]}"' in second
+    assert f'id="history-row-{ids[49]}"' not in second
+
+    finished_list = admin_client.get(url("job-list", "finished")).text
+    assert 'id="history-link"' in finished_list
+
+
+@pytest.mark.skipif(POSTGRES, reason="PostgreSQL has the history")
+def test_off_postgresql_the_history_list_says_it_is_off(admin_client):
+    html = admin_client.get(url("history-list")).text
+    assert 'id="history-off"' in html
+    assert 'id="history-link"' not in admin_client.get(url("job-list", "finished")).text
