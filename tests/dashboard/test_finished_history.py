@@ -62,6 +62,9 @@ def test_a_moved_jobs_page_shows_its_history_row_read_only(
     assert 'id="history-return-value">42<' in html and "tenant:7" in html
     assert "&quot;args&quot;" in html and "20" in html  # its arguments, masked as usual
     assert "archive-restore" not in html  # nothing to act on
+    retention = admin_client.get(url("retention")).text
+    assert "succeeded jobs moved to history after 5 minutes" in retention
+    assert "jobs moved to history" in retention
 
 
 @pytest.mark.skipif(not POSTGRES, reason="the partitioned history is PostgreSQL's")
