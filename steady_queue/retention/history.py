@@ -6,7 +6,8 @@ With ``steady_queue.partition_finished_by = "day"`` on PostgreSQL, the pruning p
 
 - creates the partitions of today and the next ``AHEAD`` days (and, before a batch moves
   in, that of any older day the batch needs), each ``CREATE TABLE ... PARTITION OF``
-  its own short transaction, skipped when the partition exists;
+  its own short transaction, skipped when the partition exists (after the rules' own
+  deletes, so a failing CREATE never holds them up);
 - moves the succeeded jobs of the default succeeded rule (no task or queue rule of their
   own, not archived) that finished more than ``steady_queue.history_after`` ago, a batch
   per transaction: locked with SKIP LOCKED, copied to ``FinishedHistory`` and deleted
@@ -120,10 +121,11 @@ def ensure_partitions(days: Iterable[date], known: dict[date, str] | None = None
     return created
 
 
-def prepare(now: datetime) -> list[date]:
+def prepare(now: datetime, known: dict[date, str] | None = None) -> list[date]:
     """Create the partitions of today and the next ``AHEAD`` days if missing."""
     today = day_of(now)
-    return ensure_partitions(today + timedelta(days=ahead) for ahead in range(AHEAD + 1))
+    ahead = [today + timedelta(days=days) for days in range(AHEAD + 1)]
+    return ensure_partitions(ahead, known)
 
 
 def targets(rules: list[Retention], now: datetime, target_class, scope) -> Iterator:
@@ -149,11 +151,13 @@ def _move_target(rule: Retention, rules: list[Retention], now: datetime, target_
     known: dict[date, str] = {}
 
     def candidates(size: int) -> list:
+        # Outside the batch's transaction (a CREATE never waits inside one), and only
+        # when the pass runs (a dry run counts ``eligible`` and creates nothing).
+        if not known:
+            known.update(partitions())
+            prepare(now, known)
         found = list(rows.order_by("finished_at").values_list("pk", "finished_at")[:size])
-        if found:  # outside the batch's transaction: a CREATE never waits inside it
-            if not known:
-                known.update(partitions())
-            ensure_partitions({day_of(finished) for _, finished in found}, known)
+        ensure_partitions({day_of(finished) for _, finished in found}, known)
         return [pk for pk, _ in found]
 
     return target_class(

@@ -140,8 +140,6 @@ class Pruning:
         yield from _aged_targets(self.now)
 
     def _batches(self) -> Iterator[bool]:
-        if history.enabled():
-            history.prepare(self.now)  # today's partitions and the next days', if missing
         for target in self.targets():
             self._current, started = target, time.monotonic()
             while ids := target.candidates(self.batch_size):
