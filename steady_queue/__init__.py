@@ -52,6 +52,14 @@ task_rollups_kept: timedelta | None = timedelta(days=30)
 archived_jobs_kept: timedelta | None = None
 # The record of what pruning removed (steady_queue.models.PruneTally).
 prune_tallies_kept: timedelta = timedelta(days=7)
+# PostgreSQL: "day" moves succeeded jobs under the default succeeded rule into a history
+# table partitioned by day (steady_queue.retention.history), where retention drops a
+# whole day's partition instead of deleting rows. None: they stay in the jobs table and
+# are deleted in batches (MariaDB and SQLite always do that: the setting is ignored there).
+partition_finished_by: str | None = None
+# How long after it finished a job stays in the jobs table before it moves to history:
+# results read soon after the end are read from the live table.
+history_after: timedelta = timedelta(minutes=5)
 # Timeout of the tasks that declare none (@timeout); None: they run as long as they take.
 default_timeout: timedelta | None = None
 # How long a job that ran past its timeout may keep its thread busy, ignoring the

@@ -93,14 +93,20 @@ class SteadyQueueBackend(BaseTaskBackend):
 
     def get_result(self, result_id: str) -> TaskResult:
         """Return the TaskResult with ``result_id``; raise TaskResultDoesNotExist if unknown."""
-        from .models import Job
+        from .models import FinishedHistory, Job
         from .results import result_for
 
         with db.using_alias(self.database):
             try:
                 job = Job.objects.with_execution().get(pk=int(result_id))
-            except (ValueError, TypeError, Job.DoesNotExist) as exc:
+            except (ValueError, TypeError) as exc:
                 raise TaskResultDoesNotExist(result_id) from exc
+            except Job.DoesNotExist as exc:
+                # Moved to the finished history (steady_queue.partition_finished_by)?
+                moved = FinishedHistory.find(int(result_id))
+                if moved is None:
+                    raise TaskResultDoesNotExist(result_id) from exc
+                job = moved.as_job()
             return result_for(job)
 
     async def aget_result(self, result_id: str) -> TaskResult:

@@ -26,7 +26,7 @@ from .compat import (
     task_finished,
     task_started,
 )
-from .models import Job
+from .models import FinishedHistory, Job
 from .models.attempt import Attempt
 from .models.execution.claimed_lifecycle import failed_by_crash
 from .models.job.editable import declared_task
@@ -103,13 +103,25 @@ def labels_of(result: TaskResult) -> list[str]:
     Django's TaskResult is a closed dataclass with no room for them; ``Job.labels`` is
     the same list, read with the job.
     """
-    return list(Job.objects.values_list("labels", flat=True).get(pk=int(result.id)))
+    return list(_stored(result, "labels"))
 
 
 def metadata_of(result: TaskResult) -> dict[str, Any]:
     """The job's metadata as stored now (``steady_queue.context.set_metadata``): one query,
     so that a result held while its job runs reads what the task has written since."""
-    return Job.objects.values_list("metadata", flat=True).get(pk=int(result.id))
+    return _stored(result, "metadata")
+
+
+def _stored(result: TaskResult, column: str) -> Any:
+    """A column of the result's job, from the jobs table or, once it moved there, the
+    finished history (``Job.DoesNotExist`` if neither holds it)."""
+    try:
+        return Job.objects.values_list(column, flat=True).get(pk=int(result.id))
+    except Job.DoesNotExist:
+        moved = FinishedHistory.find(int(result.id))
+        if moved is None:
+            raise
+        return getattr(moved, column)
 
 
 def _made(**values: Any) -> TaskResult:

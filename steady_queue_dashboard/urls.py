@@ -17,6 +17,7 @@ from .views import (
     concurrency,
     errors,
     fair_weights,
+    finished_history,
     job_actions,
     job_changes,
     jobs,
@@ -123,6 +124,7 @@ urlpatterns = [
     path("archive/<sq_job:pk>/", archive.archive_detail, name="archive-detail"),
     path("archive/<sq_job:pk>/restore/", archive.archive_restore, name="archive-restore"),
     path("retention/", retention.retention, name="retention"),
+    path("history/", finished_history.history_list, name="history-list"),
     path("errors/", errors.error_group_list, name="error-groups"),
     path("errors/<slug:key>/<slug:action>/", errors.error_group_action, name="error-group-action"),
     # Actions (POST only), apart from every page.

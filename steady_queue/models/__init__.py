@@ -13,6 +13,7 @@ from .execution.paused import PausedExecution
 from .execution.throttled import ThrottledExecution
 from .execution.waiting import WaitingExecution
 from .fair_weight import FairWeight
+from .finished_history import FinishedHistory
 from .job import Job
 from .label import JobLabel
 from .pause import Pause
@@ -38,6 +39,7 @@ __all__ = [
     "ClaimedExecution",
     "FailedExecution",
     "FairWeight",
+    "FinishedHistory",
     "Job",
     "JobLabel",
     "JobLogLine",

@@ -27,6 +27,10 @@ RATE_LIMIT_WINDOWS = "rate limit windows"
 UNIQUE_LOCKS = "unique locks"
 ARCHIVED_JOBS = "archived jobs"
 PRUNE_TALLIES = "prune tallies"
+#: Succeeded jobs moved to the partitioned finished history, and its day partitions
+#: dropped (steady_queue.retention.history).
+HISTORY_MOVES = "jobs moved to history"
+HISTORY_PARTITIONS = "history partitions"
 KINDS = (
     JOBS,
     BATCHES,
@@ -36,6 +40,8 @@ KINDS = (
     UNIQUE_LOCKS,
     ARCHIVED_JOBS,
     PRUNE_TALLIES,
+    HISTORY_MOVES,
+    HISTORY_PARTITIONS,
 )
 
 

@@ -16,6 +16,10 @@ failed row locked), so a job with a live execution never is. A dispatcher runs o
 per poll while a pass lasts (``processes.dispatcher``); ``manage.py steady_queue_prune``
 runs a whole pass, pausing ``steady_queue.prune_pause`` between batches. What each rule
 removed is written to ``PruneTally`` when the rule is done.
+
+With ``steady_queue.partition_finished_by = "day"`` on PostgreSQL the pass also moves
+the default succeeded rule's jobs to the partitioned finished history and drops its old
+days (``history``), after the rules' own targets.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ..models import (
 )
 from ..models import prune_tally as kinds
 from ..models.job.clearable import delete_jobs
+from . import history
 from .rules import Retention, duration_in_words, effective_rules, problems
 
 logger = logging.getLogger("steady_queue.retention")
@@ -130,6 +135,8 @@ class Pruning:
         for rule in self.rules:
             if rule.keep is not None:
                 yield _job_target(rule, self.rules, self.now)
+        if history.enabled():
+            yield from history.targets(self.rules, self.now, _Target, _scope)
         yield from _aged_targets(self.now)
 
     def _batches(self) -> Iterator[bool]:

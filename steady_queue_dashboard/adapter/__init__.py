@@ -55,6 +55,14 @@ from .fair_share import (
     fair_weight_of,
     set_fair_weight,
 )
+from .finished_history import (
+    HISTORY_ORDER,
+    find_in_history,
+    history_context,
+    history_list_rows,
+    history_rows,
+    history_shown,
+)
 from .history import Attempt, Event, attempts, run_time, timeline
 from .job_edits import (
     Refusal,
@@ -153,6 +161,7 @@ from .workflows import by_state as steps_by_state
 __all__ = [
     "ARCHIVE_ORDER",
     "DEFAULT_WINDOW",
+    "HISTORY_ORDER",
     "SIGNAL_NAME_LENGTH",
     "SIGNAL_PAYLOAD_LIMIT",
     "STEP_STATES",
@@ -236,11 +245,16 @@ __all__ = [
     "field_of",
     "find_archived",
     "find_batch",
+    "find_in_history",
     "find_job",
     "find_recurring_task",
     "find_run",
     "find_task",
     "fingerprint",
+    "history_context",
+    "history_list_rows",
+    "history_rows",
+    "history_shown",
     "is_cancelled",
     "is_editable",
     "is_encrypted_job",

@@ -27,6 +27,7 @@ def job_list(request: HttpRequest, status: str) -> HttpResponse:
         # Called by the template only when the full page (with the filter form) renders.
         "queue_names": adapter.queue_names,
         "tabs": [(tab, counts[tab.status]) for tab in LISTINGS.values()],
+        "history_shown": adapter.history_shown(),  # a setting and the vendor: no query
     }
     return render_page(
         request,
@@ -41,6 +42,15 @@ def job_list(request: HttpRequest, status: str) -> HttpResponse:
 @guard
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = adapter.find_job(pk)
+    if job is None and (moved := adapter.find_in_history(pk)) is not None:
+        # Moved to the finished history: shown read-only, as the Archive shows its rows.
+        return render_page(
+            request,
+            "steady_queue_dashboard/archive/detail.html",
+            adapter.history_context(moved),
+            fragment="steady_queue_dashboard/archive/_detail.html",
+            section="jobs",
+        )
     context = {"job": job, "job_id": pk}
     if job is not None:
         attempts = adapter.attempts(job)

@@ -39,6 +39,7 @@ def page_urls(jobs) -> dict[str, str]:
         "waits": reverse("steady_queue_dashboard:wait-list"),
         "archive": reverse("steady_queue_dashboard:archive-list"),
         "retention": reverse("steady_queue_dashboard:retention"),
+        "history": reverse("steady_queue_dashboard:history-list"),
     }
     for status in STATUSES:
         urls[status] = reverse("steady_queue_dashboard:job-list", args=[status])
@@ -62,6 +63,7 @@ FRAGMENT_IDS = {
     "waits": 'id="wait-table"',
     "archive": 'id="archive-table"',
     "retention": 'id="retention-panel"',
+    "history": 'id="history-table"',
     **{status: 'id="job-list"' for status in STATUSES},
 }
 
