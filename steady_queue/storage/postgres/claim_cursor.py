@@ -1,0 +1,84 @@
+"""Where a worker's next claim starts on PostgreSQL: just after the last job it claimed.
+
+Each claimed job leaves a dead entry at the head of the ready table's poll index. While
+a transaction older than those deletions is open (a report, a psql session, a stuck
+request: anything holding back the MVCC horizon) PostgreSQL can neither vacuum those
+entries nor mark them dead as scans pass, so a claim from the head of the index steps
+over every job claimed since that transaction began: the drain fell to 0.43 of its rate
+with a ``REPEATABLE READ`` transaction held 10 minutes (bench/README.md, "A transaction
+held 10 minutes while draining").
+
+So each process remembers, per queue it claims from (``None``: all queues in one
+statement), the poll-order key of the last job it claimed (priority, fair order, job id),
+and its next claim takes, in one statement (``statements.claiming``): the jobs of a
+higher priority than the key's (the head of the index: priorities come first, always),
+then the jobs after the key in its priority (a range scan that starts past the dead
+entries), and tops up from the head of the index when these were fewer than wanted (the
+tail of the queue). Every ``steady_queue.claim_rescan_interval`` the process claims from
+the head alone, as it always did.
+
+What that changes: a job of the key's priority whose place is before the key when it
+becomes ready (a retry, a scheduled or concurrency-blocked job released, a job skipped
+while another worker held it, a fair-share tag below the key) waits for the next claim
+from the head: at most ``claim_rescan_interval`` beyond its turn, while the jobs after
+the key keep the workers busy. Everything else keeps its order: the scan after the key
+is the poll order itself. The key is a hint, never a lock or a promise: a stale one
+(another thread's, the database emptied) costs one short scan or a claim from the head.
+What it costs under a held horizon: the claims from the head (one per interval and
+process), and the jobs of higher priorities claimed meanwhile, whose dead entries the
+``higher`` scan still steps over.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import steady_queue
+
+#: A ready row's place in the poll order (``POLL_ORDER``): priority, fair order, job id.
+Key = tuple[int, float, int]
+#: The cursor parameters that make the claim start at the head of the index.
+FROM_HEAD: list = [None, None, None]
+
+
+class ClaimCursors:
+    """The last claimed key of this process, per queue claimed from, and when it last
+    claimed from the head of the index."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[str | None, Key] = {}
+        self._from_head_at: dict[str | None, float] = {}
+
+    def start(self, queue_name: str | None) -> list:
+        """The parameters of the next claim from ``queue_name``: the key to start after,
+        or ``FROM_HEAD`` (no key yet, the feature off, or a claim from the head is due)."""
+        interval = steady_queue.claim_rescan_interval
+        now = time.monotonic()
+        with self._lock:
+            key = self._keys.get(queue_name)
+            last = self._from_head_at.get(queue_name)
+            due = not interval or last is None or now - last >= interval.total_seconds()
+            if key is None or due:
+                self._from_head_at[queue_name] = now
+                return list(FROM_HEAD)
+            return list(key)
+
+    def advance(self, queue_name: str | None, keys: list[Key]) -> None:
+        """Move past the last of ``keys`` in the poll order; none claimed: forget the key."""
+        with self._lock:
+            if keys:
+                self._keys[queue_name] = max(keys, key=lambda k: (-k[0], k[1], k[2]))
+            else:
+                self._keys.pop(queue_name, None)
+
+    def reset(self) -> None:
+        """Forget every key (tests: a new database's jobs are not the old one's)."""
+        with self._lock:
+            self._keys.clear()
+            self._from_head_at.clear()
+
+
+#: This process's cursors (each worker process has its own after the fork).
+CURSORS = ClaimCursors()
