@@ -8,9 +8,9 @@ over every job claimed since that transaction began: the drain fell to 0.43 of i
 with a ``REPEATABLE READ`` transaction held 10 minutes (bench/README.md, "A transaction
 held 10 minutes while draining").
 
-So each process remembers, per queue it claims from (``None``: all queues in one
-statement), the poll-order key of the last job it claimed (priority, fair order, job id),
-and its next claim takes, in one statement (``statements.claiming``): the jobs of a
+So each process remembers, per queue database and queue it claims from (``None``: all
+queues in one statement), the poll-order key of the last job it claimed (priority, fair
+order, job id), and its next claim takes, in one statement (``statements.claiming``): the jobs of a
 higher priority than the key's (the head of the index: priorities come first, always),
 then the jobs after the key in its priority (a range scan that starts past the dead
 entries), and tops up from the head of the index when these were fewer than wanted (the
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Hashable
 
 import steady_queue
 
@@ -43,35 +44,36 @@ FROM_HEAD: list = [None, None, None]
 
 
 class ClaimCursors:
-    """The last claimed key of this process, per queue claimed from, and when it last
-    claimed from the head of the index."""
+    """The last claimed key of this process, per database and queue claimed from, and
+    when it last claimed from the head of the index."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._keys: dict[str | None, Key] = {}
-        self._from_head_at: dict[str | None, float] = {}
+        self._keys: dict[Hashable, Key] = {}
+        self._from_head_at: dict[Hashable, float] = {}
 
-    def start(self, queue_name: str | None) -> list:
-        """The parameters of the next claim from ``queue_name``: the key to start after,
-        or ``FROM_HEAD`` (no key yet, the feature off, or a claim from the head is due)."""
+    def start(self, where: Hashable) -> list:
+        """The parameters of the next claim from ``where`` (database alias, queue name or
+        None): the key to start after, or ``FROM_HEAD`` (no key yet, the feature off, or
+        a claim from the head is due)."""
         interval = steady_queue.claim_rescan_interval
         now = time.monotonic()
         with self._lock:
-            key = self._keys.get(queue_name)
-            last = self._from_head_at.get(queue_name)
+            key = self._keys.get(where)
+            last = self._from_head_at.get(where)
             due = not interval or last is None or now - last >= interval.total_seconds()
             if key is None or due:
-                self._from_head_at[queue_name] = now
+                self._from_head_at[where] = now
                 return list(FROM_HEAD)
             return list(key)
 
-    def advance(self, queue_name: str | None, keys: list[Key]) -> None:
+    def advance(self, where: Hashable, keys: list[Key]) -> None:
         """Move past the last of ``keys`` in the poll order; none claimed: forget the key."""
         with self._lock:
             if keys:
-                self._keys[queue_name] = max(keys, key=lambda k: (-k[0], k[1], k[2]))
+                self._keys[where] = max(keys, key=lambda k: (-k[0], k[1], k[2]))
             else:
-                self._keys.pop(queue_name, None)
+                self._keys.pop(where, None)
 
     def reset(self) -> None:
         """Forget every key (tests: a new database's jobs are not the old one's)."""

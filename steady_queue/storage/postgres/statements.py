@@ -135,7 +135,7 @@ def claim_params(
     """The parameters of ``claiming``, the claim starting after this process's cursor."""
     where = [] if queue_name is None else [queue_name, queue_name]
     where += [] if process is None else [process.pk]
-    priority, fair_order, job_id = CURSORS.start(queue_name)
+    priority, fair_order, job_id = CURSORS.start((db.alias(), queue_name))
     claimer = process.pk if process else None
     return [
         *[*where, priority, limit],  # higher
@@ -150,7 +150,9 @@ def claimed_jobs(queue_name: str | None, rows: list[tuple]) -> list[Job]:
     the process's cursor moved past the last of them (none: forgotten)."""
     jobs = jobs_from_rows([row[:-1] for row in rows])
     orders = {row[_id_index()]: row[-1] for row in rows}
-    CURSORS.advance(queue_name, [(job.priority, orders[job.pk], job.pk) for job in jobs])
+    CURSORS.advance(
+        (db.alias(), queue_name), [(job.priority, orders[job.pk], job.pk) for job in jobs]
+    )
     return jobs
 
 
