@@ -22,7 +22,12 @@ from steady_queue import storage
 from steady_queue.backend import enqueue_all
 from steady_queue.models import Process, ReadyExecution, ScheduledExecution
 from steady_queue.models.execution.claimed_finish import Success
-from steady_queue.storage.postgres.claim_cursor import CURSORS
+from steady_queue.storage.postgres.claim_cursor import (
+    CURSORS,
+    FROM_HEAD,
+    HEAD_SPACING_CAP,
+    ClaimCursors,
+)
 from tests import tasks
 
 pytestmark = [
@@ -144,3 +149,27 @@ def index_entries_read(claim) -> int:
         (after,) = cursor.fetchone()
         transaction.set_rollback(True)
     return after - before
+
+
+def test_claims_from_the_head_are_spaced_by_what_they_take(monkeypatch):
+    monkeypatch.setattr(steady_queue, "claim_rescan_interval", timedelta(seconds=1))
+    now = [100.0]  # seconds in quarters: exact in binary
+    cursors = ClaimCursors(clock=lambda: now[0])
+    key = (0, 0.0, 7)
+
+    def after(seconds: float) -> list:
+        now[0] += seconds
+        return cursors.start("q")
+
+    assert after(0) == FROM_HEAD  # no key yet
+    cursors.advance("q", [key])  # it took no time
+    assert after(0.5) == list(key)
+    assert after(0.5) == FROM_HEAD  # the interval: from the head again...
+    now[0] += 0.25  # ... which took 0.25 s (a horizon held long): 20 times that apart
+    cursors.advance("q", [key])
+    assert after(4.5) == list(key)
+    assert after(0.25) == FROM_HEAD  # 5 s after the last one started
+    now[0] += 2  # a claim from the head stalled 2 s: not 40 s apart, HEAD_SPACING_CAP
+    cursors.advance("q", [key])
+    assert after(HEAD_SPACING_CAP - 2 - 0.25) == list(key)
+    assert after(0.25) == FROM_HEAD
