@@ -173,3 +173,17 @@ def test_claims_from_the_head_are_spaced_by_what_they_take(monkeypatch):
     cursors.advance("q", [key])
     assert after(HEAD_SPACING_CAP - 2 - 0.25) == list(key)
     assert after(0.25) == FROM_HEAD
+
+
+def test_a_fair_share_tag_is_never_a_cursor(monkeypatch):
+    # A key that arrives is tagged from the smallest tag still ready, which may lie before
+    # the last claimed tag: fair jobs are claimed from the head.
+    monkeypatch.setattr(steady_queue, "claim_rescan_interval", timedelta(hours=1))
+    cursors = ClaimCursors()
+    assert cursors.start("q") == FROM_HEAD
+    cursors.advance("q", [(0, 0.0, 7)])
+    assert cursors.start("q") == [0, 0.0, 7]
+
+    cursors.advance("q", [(0, 0.0, 8), (0, 2.999, 9)])
+
+    assert cursors.start("q") == FROM_HEAD

@@ -25,6 +25,12 @@ times what a claim from the head takes, when that is longer, up to 30 s), while 
 jobs after the key keep the workers busy. Everything else keeps its order: the scan after the key
 is the poll order itself. The key is a hint, never a lock or a promise: a stale one
 (another thread's, the database emptied) costs one short scan or a claim from the head.
+Jobs of ``@fair`` tasks are claimed from the head, always: a key that arrives is tagged
+from the smallest tag ready when it is enqueued, which lags the workers' claims (a claim
+in flight is still ready to the enqueue), so its jobs could land before the cursor and
+wait a whole interval while a backlog's jobs run: the cursor is kept only while the last
+job claimed has no tag (``fair_order`` 0, FIFO by id, where every new job lands after it).
+
 What it costs under a held horizon: the claims from the head (one per interval and
 process, or one in ``HEAD_SPACING`` of the claiming time), and the jobs of higher
 priorities claimed meanwhile, whose dead entries the ``higher`` scan still steps over.
@@ -80,12 +86,14 @@ class ClaimCursors:
             return list(key)
 
     def advance(self, where: Hashable, keys: list[Key]) -> None:
-        """Move past the last of ``keys`` in the poll order (none claimed: forget the key),
-        and space the claims from the head by what the last one took."""
+        """Move past the last of ``keys`` in the poll order (none claimed, or its place a
+        fair-share tag: forget the key), and space the claims from the head by what the
+        last one took."""
         with self._lock:
-            if keys:
-                self._keys[where] = max(keys, key=lambda k: (-k[0], k[1], k[2]))
-            else:
+            last = max(keys, key=lambda k: (-k[0], k[1], k[2])) if keys else None
+            if last is not None and not last[1]:
+                self._keys[where] = last
+            else:  # none claimed, or a fair-share tag (FAIR_TAGS_FROM_HEAD)
                 self._keys.pop(where, None)
             started = self._head_started_at.pop(where, None)
             if started is not None:
