@@ -9,8 +9,12 @@ connection opens a ``REPEATABLE READ`` transaction, takes its snapshot and sits 
 it for ``--hold`` seconds (the report, psql session or stuck request that holds back
 VACUUM), then ends it; ``--after`` seconds more are measured. Every ``--every``
 seconds it prints the jobs finished per second in that window and the dead tuples of
-the tables a claim reads and writes (``pg_stat_user_tables.n_dead_tup``), then the
-throughput of each phase and the held phase's last minute against the one before.
+the tables a claim reads and writes (``pg_stat_user_tables.n_dead_tup``), and the
+entries of the ready table's poll indexes that scans read per job finished
+(``pg_stat_user_indexes.idx_tup_read``, dead ones included: what a claim steps over;
+the statistics reach the view within a second or so, so a window's figure is close, not
+exact), then the throughput of each phase and the held phase's last minute against the
+one before.
 
 The database (``--name``, default sq_history_mvcc) is dropped and created afresh, and
 dropped at the end.
@@ -63,10 +67,12 @@ def _run(options: argparse.Namespace) -> int:
     from bench import processes, system
 
     print(f"{os.cpu_count()} cores, {system._database()}")
-    print(f"{'second':>6} {'phase':<8} {'jobs/s':>8} " + " ".join(f"{t[13:]:>20}" for t in TABLES))
+    tables = " ".join(f"{t[13:]:>20}" for t in TABLES)
+    print(f"{'second':>6} {'phase':<8} {'jobs/s':>8} {tables} {'entries/job':>12}")
     _feed()
     _close_connections()
     rates: dict[str, list[tuple[float, float]]] = {"before": [], "held": [], "after": []}
+    entries: dict[str, list[tuple[float, float]]] = {"before": [], "held": [], "after": []}
     with processes.running(processes.steady_queue("2x2")):
         started = time.monotonic()
         holder = None
@@ -85,12 +91,14 @@ def _run(options: argparse.Namespace) -> int:
             while (now := time.monotonic() - started) < until:
                 _feed()
                 if window.due(options.every):
-                    rate = window.rate()
+                    rate, per_job = window.rate()
                     rates[phase].append((now, rate))
+                    entries[phase].append((now, per_job))
                     dead = _dead_tuples()
                     print(
                         f"{now:>6.0f} {phase:<8} {rate:>8.1f} "
-                        + " ".join(f"{dead.get(t, 0):>20,}" for t in TABLES),
+                        + " ".join(f"{dead.get(t, 0):>20,}" for t in TABLES)
+                        + f" {per_job:>12,.1f}",
                         flush=True,
                     )
                 time.sleep(0.2)
@@ -104,23 +112,31 @@ def _run(options: argparse.Namespace) -> int:
     if before and last_minute:
         ratio = statistics.median(last_minute) / statistics.median(before)
         print(f"held, last minute / before: {ratio:.2f}")
+    read = [e for at, e in entries["held"] if at >= options.before + options.hold - 60]
+    if read:
+        before_read = statistics.median(e for _, e in entries["before"][1:] or entries["before"])
+        print(
+            f"poll index entries read per job: before {before_read:,.1f}, "
+            f"held last minute {statistics.median(read):,.1f}"
+        )
     return 0
 
 
 class _Window:
-    """Jobs finished since the last look, per second."""
+    """Jobs finished since the last look, per second, and poll index entries read per job."""
 
     def __init__(self) -> None:
-        self.at, self.count = time.monotonic(), _finished()
+        self.at, self.count, self.entries = time.monotonic(), _finished(), _entries_read()
 
     def due(self, every: float) -> bool:
         return time.monotonic() - self.at >= every
 
-    def rate(self) -> float:
-        at, count = time.monotonic(), _finished()
+    def rate(self) -> tuple[float, float]:
+        at, count, entries = time.monotonic(), _finished(), _entries_read()
         rate = (count - self.count) / (at - self.at)
-        self.at, self.count = at, count
-        return rate
+        per_job = (entries - self.entries) / max(count - self.count, 1)
+        self.at, self.count, self.entries = at, count, entries
+        return rate, per_job
 
 
 def _finished() -> int:
@@ -162,6 +178,20 @@ def _hold():
     holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
     holder.execute("SELECT count(*) FROM steady_queue_jobs")
     return holder
+
+
+def _entries_read() -> int:
+    """Entries the poll indexes' scans have read so far, dead ones included."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes "
+            "WHERE relname = %s AND indexrelname LIKE 'sq_poll%%'",
+            [TABLES[1]],
+        )
+        return cursor.fetchone()[0]
 
 
 def _dead_tuples() -> dict[str, int]:

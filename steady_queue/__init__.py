@@ -32,6 +32,14 @@ clear_finished_jobs_after: timedelta = timedelta(days=1)
 # row deleted since it began, and claims slow down): the health check and the dashboard
 # name it (steady_queue.health.horizon). None: not checked.
 long_transaction_threshold: timedelta | None = timedelta(minutes=10)
+# PostgreSQL: a worker claims the jobs after the last one it claimed first (a scan that
+# starts past the dead index entries a long transaction keeps; higher priorities still
+# first), and from the head of the queue at least this often: the longest a job that
+# becomes ready before that point in its priority (a retry, a released job) waits beyond
+# its turn; longer only when a claim from the head is slow (a horizon held for long: 20
+# times what it took, up to 30 s) (steady_queue.storage.postgres.claim_cursor). None:
+# always from the head.
+claim_rescan_interval: timedelta | None = timedelta(seconds=1)
 # Retention rules (steady_queue.retention.Retention): how long jobs that ended are kept,
 # by state, queue and task; the dispatchers prune the rest (steady_queue.retention.pruning).
 # Without a default rule of its own, "succeeded" keeps clear_finished_jobs_after, and

@@ -4,6 +4,7 @@ import pytest
 from django.db import DatabaseError, connections
 
 from steady_queue.models.task_rollup import tally
+from steady_queue.storage.postgres.claim_cursor import CURSORS
 from steady_queue.task_options import TaskOptions, fairness, recurring_task
 from tests import fast_flush, tasks
 from tests.tasks import fair as fair_tasks
@@ -17,6 +18,7 @@ def _reset_calls():
     tasks.CALLS.clear()
     features.RUNS.clear()
     tally.reset()  # what an earlier test ran without flushing is not this test's
+    CURSORS.reset()  # nor are the jobs an earlier test claimed (PostgreSQL's claim cursor)
     yield
     tasks.CALLS.clear()
     features.RUNS.clear()

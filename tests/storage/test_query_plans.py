@@ -20,6 +20,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+import steady_queue
 from steady_queue import storage
 from steady_queue.models import (
     BlockedExecution,
@@ -51,13 +52,16 @@ def process() -> Process:
     return Process.register(kind=Process.Kind.WORKER, name="worker-plans", pid=os.getpid())
 
 
-def test_claims_read_the_poll_indexes(process):
+def test_claims_read_the_poll_indexes(process, monkeypatch):
     fill("ready", ROWS)
     fill("claimed", ROWS)
+    # PostgreSQL: the second claim starts after the first's last key (claim_cursor).
+    monkeypatch.setattr(steady_queue, "claim_rescan_interval", timedelta(hours=1))
 
     for queues, index in [(["*"], "sq_poll_all"), (["q2"], "sq_poll_by_queue")]:
-        statements = captured(lambda queues=queues: storage.claim(queues, 10, process))
-        assert_indexed(statements, index)
+        for _ in range(2):
+            statements = captured(lambda queues=queues: storage.claim(queues, 10, process))
+            assert_indexed(statements, index)
 
     # The claims of one process (to release or fail them): either index on process_id.
     claims = ClaimedExecution.objects.filter(process=process)
@@ -236,7 +240,10 @@ def _reads_a_large_table(sql: str) -> bool:
 def _postgres_problems(plan: str) -> list[str]:
     nodes = [line.strip().removeprefix("->  ") for line in plan.splitlines()]
     scans = [n for n in nodes if n.startswith("Seq Scan on") and n.split()[3] in LARGE_TABLES]
-    return scans + [node for node in nodes if node.startswith("Sort  (")]
+    # rows=0: a sort of a relation proven empty while planning (the claim's scan after
+    # the last claimed key when it starts from the head: its key is NULL), not a sort.
+    sorts = [node for node in nodes if node.startswith("Sort  (") and " rows=0 " not in node]
+    return scans + sorts
 
 
 def _mysql_problems(plan: str) -> list[str]:

@@ -21,9 +21,9 @@ from django.utils import timezone
 from ...models import ClaimedExecution, Job
 from .. import notify
 from ..finish_group import Finishing, Shape
-from ..sql import columns, table
+from ..sql import table
 from .cursor import prepared_cursor
-from .statements import claiming, jobs_from_rows, nulls
+from .statements import claim_params, claimed_columns, claimed_jobs, claimed_joins, claiming, nulls
 
 
 def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[ClaimedExecution]]]:
@@ -39,17 +39,15 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[Claim
     params += [] if shape.process_id is None else [shape.process_id]
     now = timezone.now()
     if claims:
-        queue, process = shape.queue_name, shape.process
-        params += [] if queue is None else [queue, queue]
-        params += [] if process is None else [process.pk]
-        params += [wanted, process.pk if process else None, now]
+        params += claim_params(shape.queue_name, shape.process, wanted, now)
     registered = shape.process is not None
     sql = _sql(shape.process_id is None, claims, shape.queue_name is not None, registered)
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     finished = {row[0] for row in rows if row[0] is not None}
-    jobs = jobs_from_rows([row[1:] for row in rows if row[0] is None])
+    claimed_rows = [row[1:] for row in rows if row[0] is None]
+    jobs = claimed_jobs(shape.queue_name, claimed_rows) if claims else []
     claimed = iter(ClaimedExecution.claimed_for(job, shape.process, now) for job in jobs)
     return [
         (entry.job_id in finished, [c for c in [next(claimed, None)] if c] if entry.claims else [])
@@ -76,7 +74,6 @@ def _sql(without_process: bool, claims: bool, one_queue: bool, registered: bool)
         return f"{sql} SELECT id, {nulls(fields)} FROM finished"
     return (
         f"{sql}, {claiming(one_queue, registered)} "
-        f"SELECT id, {nulls(fields)} FROM finished UNION ALL "
-        f"SELECT NULL, {columns(fields, 'j.')} FROM claimed "
-        f"JOIN {table(Job)} j ON j.id = claimed.job_id"
+        f"SELECT id, {nulls(fields)}, NULL FROM finished UNION ALL "
+        f"SELECT NULL, {claimed_columns()} FROM claimed {claimed_joins()}"
     )

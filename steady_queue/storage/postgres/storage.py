@@ -25,12 +25,13 @@ from ..sql import claim_per_queue
 from . import enqueue, grouped, hand_on
 from .cursor import prepared_cursor
 from .statements import (
+    claim_params,
     claim_sql,
+    claimed_jobs,
     finish_and_claim_sql,
     finish_params,
     finish_sql,
     finished_values,
-    jobs_from_rows,
 )
 
 if TYPE_CHECKING:
@@ -110,16 +111,14 @@ def _finish_and_claim(
 ) -> tuple[bool, list[ClaimedExecution]]:
     queues, process, now = list(then_claim.queues), then_claim.process, timezone.now()
     queue_name = None if "*" in queues else queues[0]  # all queues, while none is paused
-    params += [] if queue_name is None else [queue_name, queue_name]
-    params += [] if process is None else [process.pk]
-    params += [1, process.pk if process else None, now]
+    params += claim_params(queue_name, process, 1, now)
     sql = finish_and_claim_sql(
         claimed.process_id is None, queue_name is not None, process is not None
     )
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    jobs = jobs_from_rows([row[1:] for row in rows if row[1] is not None])
+    jobs = claimed_jobs(queue_name, [row[1:] for row in rows if row[1] is not None])
     return rows[0][0] == 1, [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
 
 
@@ -128,12 +127,10 @@ def _claim_from(
 ) -> tuple[list[ClaimedExecution], bool]:
     """Claim from one queue (None: all, unless a queue is paused); and whether one is."""
     now = timezone.now()
-    params = [] if queue_name is None else [queue_name, queue_name]
-    params += [] if process is None else [process.pk]
-    params += [limit, process.pk if process else None, now]
+    params = claim_params(queue_name, process, limit, now)
     with prepared_cursor() as cursor:
         cursor.execute(claim_sql(queue_name is not None, process is not None), params)
         rows = cursor.fetchall()
-    jobs = jobs_from_rows([row for row in rows if row[0] is not None])
+    jobs = claimed_jobs(queue_name, [row for row in rows if row[0] is not None])
     claimed = [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
     return claimed, len(jobs) < len(rows)
