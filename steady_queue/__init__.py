@@ -38,7 +38,7 @@ long_transaction_threshold: timedelta | None = timedelta(minutes=10)
 # becomes ready before that point in its priority (a retry, a released job) waits beyond
 # its turn; longer only when a claim from the head is slow (a horizon held for long: 20
 # times what it took, up to 30 s) (steady_queue.storage.postgres.claim_cursor). None:
-# always from the head.
+# always from the head; so do claims without a worker process (steady_queue.testing).
 claim_rescan_interval: timedelta | None = timedelta(seconds=1)
 # Retention rules (steady_queue.retention.Retention): how long jobs that ended are kept,
 # by state, queue and task; the dispatchers prune the rest (steady_queue.retention.pruning).

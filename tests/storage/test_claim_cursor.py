@@ -53,16 +53,37 @@ def held_horizon():
     holder.close()
 
 
+@pytest.fixture
+def worker() -> Process:
+    """The claiming process: only a worker process's claims keep a cursor."""
+    return Process.register(kind=Process.Kind.WORKER, name="cursor", pid=os.getpid())
+
+
+def test_a_claim_without_a_process_takes_from_the_head_in_the_strict_order(monkeypatch):
+    # steady_queue.testing's runs and scripts: a job made ready behind the others is next.
+    monkeypatch.setattr(steady_queue, "claim_rescan_interval", timedelta(hours=1))
+    later = timezone.now() + timedelta(hours=1)
+    (early,) = enqueue_all([(tasks.noop.using(run_after=later), (), {})])
+    enqueue_all([(tasks.noop, (), {})] * 5)
+    storage.claim(["*"], 1, None)
+
+    ScheduledExecution.objects.update(scheduled_at=timezone.now())
+    assert ScheduledExecution.dispatch_next_batch(10) == 1
+
+    assert [c.job_id for c in storage.claim(["*"], 1, None)] == [int(early.id)]
+    assert CURSORS.start(("default", None)) == [None, None, None]  # none kept
+
+
 @pytest.mark.parametrize("interval", [timedelta(hours=1), None], ids=["cursor", "from head"])
 def test_a_claim_under_a_held_horizon_reads_past_the_claimed_entries(
-    held_horizon, monkeypatch, interval
+    held_horizon, monkeypatch, interval, worker
 ):
     monkeypatch.setattr(steady_queue, "claim_rescan_interval", interval)
     enqueue_all([(tasks.noop, (), {})] * READY)
     for _ in range(CLAIMED // 100):
-        assert len(storage.claim(["*"], 100, None)) == 100
+        assert len(storage.claim(["*"], 100, worker)) == 100
 
-    entries = index_entries_read(lambda: storage.claim(["*"], 10, None))
+    entries = index_entries_read(lambda: storage.claim(["*"], 10, worker))
 
     if interval is None:  # the claim from the head steps over every claimed job's entry
         assert entries > CLAIMED
@@ -87,24 +108,24 @@ def test_a_finish_and_its_next_claim_under_a_held_horizon_read_past_them(held_ho
     assert entries < 100
 
 
-def test_a_job_of_higher_priority_is_claimed_at_once(monkeypatch):
+def test_a_job_of_higher_priority_is_claimed_at_once(monkeypatch, worker):
     monkeypatch.setattr(steady_queue, "claim_rescan_interval", timedelta(hours=1))
     enqueue_all([(tasks.noop, (), {})] * 20)
-    first = storage.claim(["*"], 1, None)
+    first = storage.claim(["*"], 1, worker)
 
     (urgent,) = enqueue_all([(tasks.noop.using(priority=5), (), {})])
 
-    assert [c.job_id for c in storage.claim(["*"], 1, None)] == [int(urgent.id)]
-    assert storage.claim(["*"], 1, None)[0].job_id == first[0].job_id + 1  # FIFO resumes
+    assert [c.job_id for c in storage.claim(["*"], 1, worker)] == [int(urgent.id)]
+    assert storage.claim(["*"], 1, worker)[0].job_id == first[0].job_id + 1  # FIFO resumes
 
 
-def test_a_job_ready_before_the_cursor_is_claimed_within_the_interval(monkeypatch):
+def test_a_job_ready_before_the_cursor_is_claimed_within_the_interval(monkeypatch, worker):
     interval = timedelta(milliseconds=300)
     monkeypatch.setattr(steady_queue, "claim_rescan_interval", interval)
     later = timezone.now() + timedelta(hours=1)
     (early,) = enqueue_all([(tasks.noop.using(run_after=later), (), {})])
     enqueue_all([(tasks.noop, (), {})] * 500)
-    claimed = [c.job_id for c in storage.claim(["*"], 1, None)]  # the cursor: past `early`
+    claimed = [c.job_id for c in storage.claim(["*"], 1, worker)]  # the cursor: past `early`
 
     # Made ready now (a scheduled job dispatched; a retry likewise): before the cursor.
     ScheduledExecution.objects.update(scheduled_at=timezone.now())
@@ -112,7 +133,7 @@ def test_a_job_ready_before_the_cursor_is_claimed_within_the_interval(monkeypatc
     dispatched_at = time.monotonic()
     deadline = dispatched_at + interval.total_seconds() + 5  # the bound, and a loaded machine
     while int(early.id) not in claimed and time.monotonic() < deadline:
-        claimed += [c.job_id for c in storage.claim(["*"], 1, None)]
+        claimed += [c.job_id for c in storage.claim(["*"], 1, worker)]
     waited = time.monotonic() - dispatched_at
 
     assert int(early.id) in claimed, f"not claimed within {waited:.1f} s"
@@ -121,17 +142,17 @@ def test_a_job_ready_before_the_cursor_is_claimed_within_the_interval(monkeypatc
     assert ReadyExecution.objects.count() == 501 - len(claimed)
 
 
-def test_the_cursor_is_kept_per_queue_and_forgotten_when_nothing_is_claimed():
+def test_the_cursor_is_kept_per_queue_and_forgotten_when_nothing_is_claimed(worker):
     enqueue_all([(tasks.noop.using(queue_name="other"), (), {})] * 3)
-    (one,) = storage.claim(["other"], 1, None)
+    (one,) = storage.claim(["other"], 1, worker)
     assert CURSORS.start(("default", "other"))[2] in (
         one.job_id,
         None,
     )  # None: a claim from the head was due
     assert CURSORS.start(("default", "low")) == [None, None, None]
 
-    storage.claim(["other"], 5, None)
-    storage.claim(["other"], 5, None)  # nothing left
+    storage.claim(["other"], 5, worker)
+    storage.claim(["other"], 5, worker)  # nothing left
 
     assert CURSORS.start(("default", "other")) == [None, None, None]
 

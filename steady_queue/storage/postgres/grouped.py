@@ -47,7 +47,7 @@ def write(shape: Shape, entries: list[Finishing]) -> list[tuple[bool, list[Claim
         rows = cursor.fetchall()
     finished = {row[0] for row in rows if row[0] is not None}
     claimed_rows = [row[1:] for row in rows if row[0] is None]
-    jobs = claimed_jobs(shape.queue_name, claimed_rows) if claims else []
+    jobs = claimed_jobs(shape.queue_name, claimed_rows, shape.process) if claims else []
     claimed = iter(ClaimedExecution.claimed_for(job, shape.process, now) for job in jobs)
     return [
         (entry.job_id in finished, [c for c in [next(claimed, None)] if c] if entry.claims else [])

@@ -16,7 +16,7 @@ from ... import db
 from ...models import ClaimedExecution, Job, Pause, Process, ReadyExecution
 from .. import notify
 from ..sql import columns, poll_order, table
-from .claim_cursor import CURSORS
+from .claim_cursor import CURSORS, FROM_HEAD
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -135,7 +135,10 @@ def claim_params(
     """The parameters of ``claiming``, the claim starting after this process's cursor."""
     where = [] if queue_name is None else [queue_name, queue_name]
     where += [] if process is None else [process.pk]
-    priority, fair_order, job_id = CURSORS.start((db.alias(), queue_name))
+    # Only a worker process's claims: a claim without one (steady_queue.testing's runs, a
+    # script) takes from the head, in the strict poll order, as it always did.
+    start = CURSORS.start((db.alias(), queue_name)) if process is not None else FROM_HEAD
+    priority, fair_order, job_id = start
     claimer = process.pk if process else None
     return [
         *[*where, priority, limit],  # higher
@@ -145,14 +148,15 @@ def claim_params(
     ]
 
 
-def claimed_jobs(queue_name: str | None, rows: list[tuple]) -> list[Job]:
+def claimed_jobs(queue_name: str | None, rows: list[tuple], process: Process | None) -> list[Job]:
     """The jobs of the claimed ``rows`` (a job's columns, then its ``fair_order``), with
     the process's cursor moved past the last of them (none: forgotten)."""
     jobs = jobs_from_rows([row[:-1] for row in rows])
-    orders = {row[_id_index()]: row[-1] for row in rows}
-    CURSORS.advance(
-        (db.alias(), queue_name), [(job.priority, orders[job.pk], job.pk) for job in jobs]
-    )
+    if process is not None:
+        orders = {row[_id_index()]: row[-1] for row in rows}
+        CURSORS.advance(
+            (db.alias(), queue_name), [(job.priority, orders[job.pk], job.pk) for job in jobs]
+        )
     return jobs
 
 

@@ -118,7 +118,7 @@ def _finish_and_claim(
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    jobs = claimed_jobs(queue_name, [row[1:] for row in rows if row[1] is not None])
+    jobs = claimed_jobs(queue_name, [row[1:] for row in rows if row[1] is not None], process)
     return rows[0][0] == 1, [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
 
 
@@ -131,6 +131,6 @@ def _claim_from(
     with prepared_cursor() as cursor:
         cursor.execute(claim_sql(queue_name is not None, process is not None), params)
         rows = cursor.fetchall()
-    jobs = claimed_jobs(queue_name, [row for row in rows if row[0] is not None])
+    jobs = claimed_jobs(queue_name, [row for row in rows if row[0] is not None], process)
     claimed = [ClaimedExecution.claimed_for(job, process, now) for job in jobs]
     return claimed, len(jobs) < len(rows)
