@@ -53,21 +53,13 @@ SMALL_TOP = 0
 
 def main() -> int:
     options = _parse_args()
-    os.environ["SQ_BENCH_DB"], os.environ["SQ_BENCH_NAME"] = "postgres", options.name
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.observability_settings"
     from bench import database
 
-    database.recreate()
-    try:
+    # _run sets Django up itself, after loading the rows.
+    with database.scratch_postgres(
+        options.name, settings="bench.observability_settings", set_up=False, keep=options.keep
+    ):
         return _run(options)
-    finally:
-        if not options.keep:
-            from django.db import connections
-
-            connections.close_all()
-            with database.postgres_server() as server:
-                server.execute(f'DROP DATABASE IF EXISTS "{options.name}" WITH (FORCE)')
-            print(f"dropped database {options.name}", flush=True)
 
 
 def _run(options: argparse.Namespace) -> int:

@@ -47,6 +47,30 @@ def recreate() -> None:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def scratch_postgres(name: str, *, settings: str, set_up: bool = True, keep: bool = False):
+    """A PostgreSQL benchmark database ``name`` created afresh for the block (Django set
+    up and migrated unless ``set_up`` is False) and dropped after it, unless ``keep``."""
+    os.environ["SQ_BENCH_DB"], os.environ["SQ_BENCH_NAME"] = "postgres", name
+    os.environ["DJANGO_SETTINGS_MODULE"] = settings
+    recreate()
+    try:
+        if set_up:
+            import django
+
+            django.setup()
+            migrate()
+        yield
+    finally:
+        if not keep:
+            from django.db import connections
+
+            connections.close_all()
+            with postgres_server() as server:
+                server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            print(f"dropped database {name}", flush=True)
+
+
 def postgres_server():
     """A connection to the PostgreSQL server's maintenance database, to create and drop."""
     import psycopg

@@ -39,23 +39,10 @@ MODES = ("plain", "move", "drop")
 
 def main() -> int:
     options = _parse_args()
-    os.environ["SQ_BENCH_DB"], os.environ["SQ_BENCH_NAME"] = "postgres", options.name
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.observability_settings"
     from bench import database
 
-    database.recreate()
-    try:
-        import django
-
-        django.setup()
-        database.migrate()
+    with database.scratch_postgres(options.name, settings="bench.observability_settings"):
         return _run(options)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with database.postgres_server() as server:
-            server.execute(f'DROP DATABASE IF EXISTS "{options.name}" WITH (FORCE)')
 
 
 def _run(options: argparse.Namespace) -> int:
