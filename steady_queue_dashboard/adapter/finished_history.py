@@ -27,20 +27,7 @@ def find_in_history(pk: int) -> FinishedHistory | None:
 def history_context(row: FinishedHistory) -> dict:
     """What the archive's detail template shows of ``row``, marked as history."""
     return {
-        "row": ArchiveRow(
-            pk=row.pk,
-            job_id=row.pk,
-            task_path=row.task_path,
-            queue_name=row.queue_name,
-            priority=row.priority,
-            backend=row.backend,
-            state=states.FINISHED,
-            arguments="",
-            enqueued_at=row.created_at,
-            finished_at=row.finished_at,
-            archived_at=row.moved_at,
-            labels=list(row.labels or []),
-        ),
+        "row": _archive_row(row, arguments=""),
         "arguments": display_call(row.arguments, row.task_path),
         "attempts": attempts(row),
         "error": None,
@@ -73,19 +60,24 @@ def history_rows() -> QuerySet:
 def history_list_rows(rows: list[FinishedHistory]) -> list[ArchiveRow]:
     """``rows`` for the list: their arguments on one line, masked (sealed: encrypted)."""
     return [
-        ArchiveRow(
-            pk=row.pk,
-            job_id=row.pk,
-            task_path=row.task_path,
-            queue_name=row.queue_name,
-            priority=row.priority,
-            backend=row.backend,
-            state=states.FINISHED,
-            arguments=arguments_preview(row.arguments, task_path=row.task_path),
-            enqueued_at=row.created_at,
-            finished_at=row.finished_at,
-            archived_at=row.moved_at,
-            labels=list(row.labels or []),
-        )
+        _archive_row(row, arguments=arguments_preview(row.arguments, task_path=row.task_path))
         for row in rows
     ]
+
+
+def _archive_row(row: FinishedHistory, *, arguments: str) -> ArchiveRow:
+    """``row`` in the shape the Archive's templates show (finished; moved = archived)."""
+    return ArchiveRow(
+        pk=row.pk,
+        job_id=row.pk,
+        task_path=row.task_path,
+        queue_name=row.queue_name,
+        priority=row.priority,
+        backend=row.backend,
+        state=states.FINISHED,
+        arguments=arguments,
+        enqueued_at=row.created_at,
+        finished_at=row.finished_at,
+        archived_at=row.moved_at,
+        labels=list(row.labels or []),
+    )
